@@ -1,0 +1,445 @@
+"""Record batches, magic 2 (KIP-98), as they travel on the wire and sit in a segment file.
+
+Layout of one batch (big-endian; offsets in bytes from the batch start)::
+
+     0  baseOffset            int64   stamped by the leader
+     8  batchLength           int32   bytes after this field (so the batch is batchLength + 12)
+    12  partitionLeaderEpoch  int32   stamped by the leader; NOT covered by the CRC
+    16  magic                 int8    2
+    17  crc                   uint32  CRC-32C of bytes 21..end
+    21  attributes            int16   bits 0-2 compression (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd),
+                                      bit 3 timestamp type (0 create, 1 log append),
+                                      bit 4 transactional, bit 5 control, bit 6 delete horizon
+    23  lastOffsetDelta       int32
+    27  baseTimestamp         int64
+    35  maxTimestamp          int64
+    43  producerId            int64
+    51  producerEpoch         int16
+    53  baseSequence          int32
+    57  recordsCount          int32
+    61  records               compressed as a whole when compression != 0
+
+Each record: length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
+keyLength varint (-1 null), key, valueLength varint (-1 null), value, headerCount varint, then per
+header keyLength varint, key (UTF-8), valueLength varint (-1 null), value. All varints are zigzag.
+
+Rules:
+- Sans-IO: bytes in, values out. The hot path (iter_batches, validate_batch, stamp) uses only
+  ``struct`` and ``crc32c`` and never copies record bytes (memoryview slices).
+- Only magic 2 is accepted; magic 0/1 raise UnsupportedForMessageFormat.
+- Every malformed input raises CorruptRecordError, never another exception type.
+- The base offset and partition leader epoch sit outside the CRC, so the broker stamps them in
+  place; anything else (log-append time) needs the CRC recomputed.
+- Compression libraries are imported lazily: parsing headers and CRCs needs none of them.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from enum import IntEnum
+from typing import Any, NamedTuple
+
+import crc32c
+
+from protocol.errors import CorruptRecordError, UnsupportedForMessageFormat
+
+Buffer = bytes | bytearray | memoryview
+
+BATCH_HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the part batchLength does not count
+MAGIC = 2
+# Smallest legal batchLength: a header with no records.
+MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+_UINT32 = struct.Struct(">I")
+
+_MAGIC_POS = 16
+_CRC_POS = 17
+_LEADER_EPOCH_POS = 12
+_ATTRIBUTES_POS = 21
+_MAX_TIMESTAMP_POS = 35
+
+_COMPRESSION_MASK = 0x07
+_TIMESTAMP_TYPE_BIT = 0x08
+_TRANSACTIONAL_BIT = 0x10
+_CONTROL_BIT = 0x20
+
+TIMESTAMP_CREATE_TIME = 0
+TIMESTAMP_LOG_APPEND_TIME = 1
+
+# xerial snappy-java stream framing, used by Kafka's Java client: magic, version 1, compatible 1,
+# then blocks of [int32 compressed length][raw snappy block].
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+
+
+class Compression(IntEnum):
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+class BatchHeader(NamedTuple):
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def compression(self) -> Compression:
+        return Compression(self.attributes & _COMPRESSION_MASK)
+
+    @property
+    def timestamp_type(self) -> int:
+        return 1 if self.attributes & _TIMESTAMP_TYPE_BIT else 0
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def last_sequence(self) -> int:
+        """Sequence of the batch's last record, wrapping at int32 as Kafka does; -1 if none."""
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + self.last_offset_delta) % 0x80000000
+
+    @property
+    def total_size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+
+class Record(NamedTuple):
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+
+def parse_header(buf: Buffer, pos: int = 0) -> BatchHeader:
+    """Decode the 61-byte header at ``pos``; CorruptRecordError if fewer bytes remain."""
+    try:
+        return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+    except struct.error as exc:
+        raise CorruptRecordError(f"truncated batch header at position {pos}") from exc
+
+
+def iter_batches(buf: Buffer) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) for each batch in ``buf``, which must hold whole batches only.
+
+    Checks framing (magic, length within bounds) but not the CRC: see validate_batch.
+    """
+    end = len(buf)
+    pos = 0
+    while pos < end:
+        remaining = end - pos
+        # Magic is checked before the length: old message sets have shorter legal lengths.
+        if remaining > _MAGIC_POS and buf[pos + _MAGIC_POS] != MAGIC:
+            raise UnsupportedForMessageFormat(f"magic {buf[pos + _MAGIC_POS]} at position {pos}")
+        if remaining < BATCH_HEADER_SIZE:
+            raise CorruptRecordError(f"truncated batch at position {pos}: {remaining} bytes left")
+        header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
+        if header.batch_length < MIN_BATCH_LENGTH:
+            raise CorruptRecordError(f"batch length {header.batch_length} at position {pos} is too small")
+        if header.batch_length + LOG_OVERHEAD > remaining:
+            raise CorruptRecordError(
+                f"batch at position {pos} claims {header.total_size} bytes, only {remaining} left"
+            )
+        yield pos, header
+        pos += header.batch_length + LOG_OVERHEAD
+
+
+def compute_crc(buf: Buffer, pos: int, header: BatchHeader) -> int:
+    """CRC-32C over attributes..end of the batch at ``pos``."""
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    return crc32c.crc32c(view[pos + _ATTRIBUTES_POS : pos + header.batch_length + LOG_OVERHEAD])
+
+
+def validate_batch(buf: Buffer, pos: int, header: BatchHeader) -> None:
+    """Raise CorruptRecordError unless the batch's CRC and cheap structural invariants hold."""
+    if header.magic != MAGIC:
+        raise UnsupportedForMessageFormat(f"magic {header.magic}")
+    if header.records_count < 0:
+        raise CorruptRecordError(f"negative record count {header.records_count}")
+    # Compaction may remove records but never adds offsets: count - 1 <= lastOffsetDelta.
+    if header.last_offset_delta < 0 or header.records_count - 1 > header.last_offset_delta:
+        raise CorruptRecordError(
+            f"last offset delta {header.last_offset_delta} inconsistent with {header.records_count} records"
+        )
+    if header.attributes & _COMPRESSION_MASK > Compression.ZSTD:
+        raise CorruptRecordError(f"unknown compression codec {header.attributes & _COMPRESSION_MASK}")
+    if compute_crc(buf, pos, header) != header.crc:
+        raise CorruptRecordError(f"CRC mismatch in batch at offset {header.base_offset}")
+
+
+def stamp(buf: bytearray | memoryview, pos: int, base_offset: int, partition_leader_epoch: int) -> None:
+    """Write base offset and leader epoch in place; the CRC stays valid as it covers neither."""
+    _INT64.pack_into(buf, pos, base_offset)
+    _INT32.pack_into(buf, pos + _LEADER_EPOCH_POS, partition_leader_epoch)
+
+
+def stamp_log_append_time(buf: bytearray | memoryview, pos: int, ts: int) -> None:
+    """Mark the batch LogAppendTime with timestamp ``ts`` and recompute its CRC.
+
+    As Kafka does, only maxTimestamp and the attribute bit change: with LogAppendTime every record's
+    timestamp is the batch's maxTimestamp, so the base timestamp and deltas are left as sent.
+    """
+    header = parse_header(buf, pos)
+    _INT16.pack_into(buf, pos + _ATTRIBUTES_POS, header.attributes | _TIMESTAMP_TYPE_BIT)
+    _INT64.pack_into(buf, pos + _MAX_TIMESTAMP_POS, ts)
+    _UINT32.pack_into(buf, pos + _CRC_POS, compute_crc(buf, pos, header))
+
+
+# --- records -------------------------------------------------------------------------------------
+
+
+def _read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
+    """Zigzag varint at ``pos`` -> (value, next position). IndexError if truncated."""
+    shift = 0
+    raw = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        raw |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
+def _write_varint(out: bytearray, value: int) -> None:
+    raw = (value << 1) ^ (value >> 63)
+    while raw > 0x7F:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+
+
+def _read_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
+    length, pos = _read_varint(buf, pos)
+    if length < 0:
+        return None, pos
+    if pos + length > len(buf):
+        raise IndexError("field runs past the end of the records")
+    return bytes(buf[pos : pos + length]), pos + length
+
+
+def _snappy_decompress(data: bytes) -> bytes:
+    import snappy
+
+    if not data.startswith(_XERIAL_MAGIC):
+        return snappy.decompress(data)
+    # xerial framing: 16-byte header, then length-prefixed raw snappy blocks.
+    out = bytearray()
+    pos = len(_XERIAL_HEADER)
+    while pos < len(data):
+        (size,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if size < 0 or pos + size > len(data):
+            raise ValueError("truncated xerial snappy block")
+        out += snappy.decompress(data[pos : pos + size])
+        pos += size
+    return bytes(out)
+
+
+def _decompress(codec: Compression, data: bytes) -> bytes:
+    if codec is Compression.GZIP:
+        return zlib.decompress(data, 16 + zlib.MAX_WBITS)
+    if codec is Compression.SNAPPY:
+        return _snappy_decompress(data)
+    if codec is Compression.LZ4:
+        import lz4.frame
+
+        return lz4.frame.decompress(data)
+    import zstandard
+
+    # Streaming decompression: producers need not write the content size into the frame.
+    return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+
+
+def _compress(codec: Compression, data: bytes) -> bytes:
+    if codec is Compression.GZIP:
+        compressor = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+        return compressor.compress(data) + compressor.flush()
+    if codec is Compression.SNAPPY:
+        import snappy
+
+        block = snappy.compress(data)
+        return _XERIAL_HEADER + struct.pack(">i", len(block)) + block
+    if codec is Compression.LZ4:
+        import lz4.frame
+
+        return lz4.frame.compress(data)
+    import zstandard
+
+    return zstandard.ZstdCompressor().compress(data)
+
+
+def iter_records(buf: Buffer, pos: int, header: BatchHeader) -> Iterator[Record]:
+    """Decode the records of the batch at ``pos`` (decompressing if needed)."""
+    end = pos + header.batch_length + LOG_OVERHEAD
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    body: Buffer = view[pos + BATCH_HEADER_SIZE : end]
+    codec = header.attributes & _COMPRESSION_MASK
+    if codec:
+        try:
+            body = _decompress(Compression(codec), bytes(body))
+        # Each codec library raises its own exception types; all mean the same thing here.
+        except Exception as exc:
+            raise CorruptRecordError(f"cannot decompress batch at offset {header.base_offset}") from exc
+    log_append = header.timestamp_type == TIMESTAMP_LOG_APPEND_TIME
+    try:
+        records = _decode_records(body, header, log_append)
+    except (IndexError, ValueError, UnicodeDecodeError) as exc:
+        raise CorruptRecordError(f"malformed record in batch at offset {header.base_offset}") from exc
+    yield from records
+
+
+def _decode_records(body: Buffer, header: BatchHeader, log_append: bool) -> list[Record]:
+    records = []
+    pos = 0
+    size = len(body)
+    for _ in range(header.records_count):
+        length, pos = _read_varint(body, pos)
+        record_end = pos + length
+        if length < 0 or record_end > size:
+            raise ValueError("record length out of bounds")
+        pos += 1  # record attributes: unused
+        ts_delta, pos = _read_varint(body, pos)
+        offset_delta, pos = _read_varint(body, pos)
+        key, pos = _read_bytes(body, pos)
+        value, pos = _read_bytes(body, pos)
+        header_count, pos = _read_varint(body, pos)
+        if header_count < 0:
+            raise ValueError("negative header count")
+        headers: list[tuple[str, bytes | None]] = []
+        for _ in range(header_count):
+            hkey, pos = _read_bytes(body, pos)
+            if hkey is None:
+                raise ValueError("null header key")
+            hvalue, pos = _read_bytes(body, pos)
+            headers.append((hkey.decode(), hvalue))
+        if pos != record_end:
+            raise ValueError("record length does not match its fields")
+        timestamp = header.max_timestamp if log_append else header.base_timestamp + ts_delta
+        records.append(Record(header.base_offset + offset_delta, timestamp, key, value, headers))
+    if pos != size:
+        raise ValueError("bytes left after the last record")
+    return records
+
+
+def _record_fields(item: Any) -> tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None]], int]:
+    if isinstance(item, tuple) and not hasattr(item, "_fields"):
+        key, value, headers, timestamp = item
+    else:
+        key, value, headers, timestamp = item.key, item.value, item.headers, item.timestamp
+    return key, value, headers or (), timestamp
+
+
+def build_batch(
+    records: Iterable[Any],
+    *,
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    compression: Compression = Compression.NONE,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    timestamp_type: int = TIMESTAMP_CREATE_TIME,
+) -> bytearray:
+    """Encode one batch with a correct CRC.
+
+    ``records`` holds (key, value, headers, timestamp) tuples or objects with those attributes
+    (such as Record); a None timestamp means now. Offset deltas are 0..n-1.
+    """
+    items = [_record_fields(r) for r in records]
+    if not items:
+        raise ValueError("a batch needs at least one record")
+    now = int(time.time() * 1000)
+    timestamps = [now if ts is None else ts for _, _, _, ts in items]
+    base_ts = min(timestamps)
+    body = bytearray()
+    for delta, ((key, value, headers, _), ts) in enumerate(zip(items, timestamps, strict=True)):
+        rec = bytearray(b"\x00")
+        _write_varint(rec, ts - base_ts)
+        _write_varint(rec, delta)
+        for field in (key, value):
+            if field is None:
+                _write_varint(rec, -1)
+            else:
+                _write_varint(rec, len(field))
+                rec += field
+        _write_varint(rec, len(headers))
+        for hkey, hvalue in headers:
+            encoded = hkey.encode()
+            _write_varint(rec, len(encoded))
+            rec += encoded
+            if hvalue is None:
+                _write_varint(rec, -1)
+            else:
+                _write_varint(rec, len(hvalue))
+                rec += hvalue
+        _write_varint(body, len(rec))
+        body += rec
+    payload = _compress(compression, bytes(body)) if compression else body
+    attributes = int(compression)
+    if timestamp_type == TIMESTAMP_LOG_APPEND_TIME:
+        attributes |= _TIMESTAMP_TYPE_BIT
+    if is_transactional:
+        attributes |= _TRANSACTIONAL_BIT
+    if is_control:
+        attributes |= _CONTROL_BIT
+    out = bytearray(BATCH_HEADER_SIZE)
+    out += payload
+    header = BatchHeader(
+        base_offset,
+        len(out) - LOG_OVERHEAD,
+        partition_leader_epoch,
+        MAGIC,
+        0,
+        attributes,
+        len(items) - 1,
+        base_ts,
+        max(timestamps),
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(items),
+    )
+    _HEADER.pack_into(out, 0, *header)
+    _UINT32.pack_into(out, _CRC_POS, compute_crc(out, 0, header))
+    return out
