@@ -1,0 +1,41 @@
+"""API 15 · v0-5 · flexible 5+ · DescribeGroups
+
+State, protocol and members of groups (admin tools).
+
+Clients: not sent in the measured produce, consume and group flows.
+"""
+
+from protocol.schema import Api, Field, Message
+
+REQUEST = Message(
+    "DescribeGroupsRequest", api_key=15, kind="request", versions="0-5", flexible="5+",
+    fields=[
+        Field("groups", "[]string", "0+"),
+        Field("include_authorized_operations", "bool", "3+"),
+    ],
+)
+
+RESPONSE = Message(
+    "DescribeGroupsResponse", api_key=15, kind="response", versions="0-5", flexible="5+",
+    fields=[
+        Field("throttle_time_ms", "int32", "1+"),
+        Field("groups", "[]DescribedGroup", "0+", fields=[
+            Field("error_code", "int16", "0+"),
+            Field("group_id", "string", "0+"),
+            Field("group_state", "string", "0+"),
+            Field("protocol_type", "string", "0+"),
+            Field("protocol_data", "string", "0+"),
+            Field("members", "[]DescribedGroupMember", "0+", fields=[
+                Field("member_id", "string", "0+"),
+                Field("group_instance_id", "string", "4+", nullable="4+", default=None),
+                Field("client_id", "string", "0+"),
+                Field("client_host", "string", "0+"),
+                Field("member_metadata", "bytes", "0+"),
+                Field("member_assignment", "bytes", "0+"),
+            ]),
+            Field("authorized_operations", "int32", "3+", default=-2147483648),
+        ]),
+    ],
+)
+
+API = Api(REQUEST, RESPONSE)
