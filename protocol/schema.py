@@ -332,8 +332,10 @@ class StructType(KafkaConstruct):
     def _fixed_struct(self, code: Any, run: list[Field]) -> str | None:
         if not isinstance(self.constructs[run[0].name], primitives.Fixed):
             return None
-        fmt = ">" + "".join(self.constructs[f.name].format for f in run)  # type: ignore[attr-defined]
-        return _link(code, f"_struct_{self.uid}_{run[0].name}", struct.Struct(fmt))
+        return _link(code, f"_struct_{self.uid}_{run[0].name}", struct.Struct(self._format(run)))
+
+    def _format(self, run: list[Field]) -> str:
+        return ">" + "".join(self.constructs[f.name].format for f in run)  # type: ignore[attr-defined]
 
     def reader_name(self, code: Any) -> str:
         name = f"read_{self.cls.__name__}_{self.uid}"
@@ -347,7 +349,7 @@ class StructType(KafkaConstruct):
             if fixed:
                 targets = "".join(f"f_{f.name}, " for f in run)
                 lines.append(f"({targets}) = {fixed}.unpack_from(buf, pos)")
-                lines.append(f"pos += {fixed}.size")
+                lines.append(f"pos += {struct.calcsize(self._format(run))}")
             else:
                 reader = self.constructs[run[0].name].reader_name(code)
                 lines.append(f"f_{run[0].name}, pos = {reader}(buf, pos)")
@@ -358,7 +360,11 @@ class StructType(KafkaConstruct):
             table = "{" + ", ".join(f"{tag}: ({n!r}, {r})" for tag, (n, r) in sorted(known.items())) + "}"
             _late(code, f"_tags_{self.uid} = {table}")
             code.append("from protocol.schema import read_tags")
-            lines.append(f"pos = read_tags(obj, buf, pos, _tags_{self.uid})")
+            # Most sections are empty: test the count byte inline instead of calling read_tags.
+            lines.append("if buf[pos] == 0:")
+            lines.append("    pos += 1")
+            lines.append("else:")
+            lines.append(f"    pos = read_tags(obj, buf, pos, _tags_{self.uid})")
         lines.append("return obj, pos")
         body = "\n".join("    " + line for line in lines)
         code.append(f"def {name}(buf, pos):\n{body}\n")

@@ -1,0 +1,67 @@
+"""Length-prefixed framing: chunked input, size limits checked before allocation."""
+
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocol.framing import FrameDecoder, FrameError, FrameTooLarge, frame_size_prefix
+
+
+def frames_of(payloads: list[bytes]) -> bytes:
+    return b"".join(frame_size_prefix(len(p)) + p for p in payloads)
+
+
+@given(st.lists(st.binary(max_size=64), max_size=8), st.data())
+def test_frames_survive_any_chunking(payloads: list[bytes], data: st.DataObject) -> None:
+    stream = frames_of(payloads)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
+    decoder = FrameDecoder()
+    received = []
+    for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+        decoder.receive_data(stream[start:end])
+        while (frame := decoder.next_frame()) is not None:
+            received.append(bytes(frame))
+    assert received == payloads
+    assert decoder.buffered == 0
+
+
+def test_oversized_frame_is_rejected_from_its_length_prefix_alone() -> None:
+    decoder = FrameDecoder(max_frame_size=1024)
+    decoder.receive_data(struct.pack(">i", 1025))
+    with pytest.raises(FrameTooLarge) as info:
+        decoder.next_frame()
+    assert info.value.size == 1025 and info.value.limit == 1024
+
+
+def test_huge_length_prefix_allocates_nothing() -> None:
+    decoder = FrameDecoder(max_frame_size=100 * 1024 * 1024)
+    decoder.receive_data(struct.pack(">i", 0x7FFFFFFF) + b"abc")
+    with pytest.raises(FrameTooLarge):
+        decoder.next_frame()
+    assert decoder.buffered == 7
+
+
+def test_negative_length_is_a_frame_error() -> None:
+    decoder = FrameDecoder()
+    decoder.receive_data(struct.pack(">i", -5))
+    with pytest.raises(FrameError):
+        decoder.next_frame()
+
+
+def test_frames_are_writable_bytearrays_for_in_place_stamping() -> None:
+    decoder = FrameDecoder()
+    decoder.receive_data(frames_of([b"abcd"]))
+    frame = decoder.next_frame()
+    assert isinstance(frame, bytearray)
+    memoryview(frame)[0:1] = b"z"
+    assert frame == bytearray(b"zbcd")
+
+
+def test_partial_frame_waits_for_more_data() -> None:
+    decoder = FrameDecoder()
+    decoder.receive_data(frames_of([b"hello"])[:6])
+    assert decoder.next_frame() is None
+    decoder.receive_data(b"llo")
+    assert decoder.next_frame() == bytearray(b"hello")
