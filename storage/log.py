@@ -1,0 +1,571 @@
+"""The log of one partition: segments, offsets, the leader-epoch cache and producer state.
+
+Directory ``<topic>-<partition>/`` holds ``<base>.log/.index/.timeindex`` per segment (storage.segment),
+``leader-epoch-checkpoint`` (storage.leader_epoch) and ``<offset>.snapshot`` (storage.producer_state).
+The high watermark, recovery point and log start offset are persisted per log directory by the
+LogManager.
+
+Rules:
+- Offsets: log start offset <= high watermark <= log end offset (LEO). Batches are whole on disk.
+- Appends are all-or-nothing: every batch is framed and CRC-checked before a byte is written, then
+  the request's bytes go to disk in one write. A failed write is cut back; the log stays as it was.
+- A failed fsync takes the log offline (KafkaStorageError on every write after it): after such a
+  failure the kernel may have dropped dirty pages, so nothing written since is trustworthy.
+- Epoch history (KIP-101): the leader records a new epoch in the cache at the LEO when it first
+  appends with it; a follower records the epochs carried by the batches it copies. Truncation at
+  the end truncates the cache from the end; moving the log start truncates it from the start.
+- Recovery after an unclean shutdown (no clean-shutdown marker): segments from the one holding the
+  recovery point on are validated batch by batch and cut at the first bad byte; later segments are
+  dropped; indexes are rebuilt; epoch entries are re-derived from the batches' leader epochs; epoch
+  entries at or beyond the recovered end are dropped. A missing or corrupt epoch checkpoint makes
+  the whole log be rescanned. A clean shutdown skips the scan.
+- Flushing follows Kafka's flush.messages / flush.ms (default: never, rely on replication), or
+  fsync after every append with ``fsync_every_append`` for single-node durability.
+- Reads return file ranges (FileSlice) for os.sendfile; a deleted segment's file descriptor stays
+  open for ``file_delete_delay_ms`` so in-flight sendfiles finish, as Kafka's file.delete.delay.ms.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from protocol.errors import CorruptRecordError, KafkaError, KafkaStorageError, OffsetOutOfRange
+from protocol.records import (
+    BatchHeader,
+    iter_batches,
+    iter_records,
+    parse_header,
+    stamp,
+    stamp_log_append_time,
+    validate_batch,
+)
+from storage.fs import FileSystem
+from storage.leader_epoch import LeaderEpochCache
+from storage.producer_state import ProducerStateManager
+from storage.segment import FileSlice, LogSegment
+
+LONG_MAX = 2**63 - 1
+_MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries store offsets relative to the segment as int32
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class LogConfig:
+    """Per-log settings, Kafka's topic configs with Kafka's defaults."""
+
+    segment_bytes: int = 1 << 30  # segment.bytes
+    segment_ms: int = 7 * 24 * 3600 * 1000  # segment.ms
+    retention_bytes: int = -1  # retention.bytes (-1: unlimited)
+    retention_ms: int = 7 * 24 * 3600 * 1000  # retention.ms (-1: unlimited)
+    flush_interval_messages: int = LONG_MAX  # flush.messages
+    flush_interval_ms: int = LONG_MAX  # flush.ms
+    index_interval_bytes: int = 4096  # index.interval.bytes
+    message_timestamp_type: str = "CreateTime"  # message.timestamp.type: CreateTime | LogAppendTime
+    fsync_every_append: bool = False  # not a Kafka config: single-node durability
+    file_delete_delay_ms: int = 60_000  # file.delete.delay.ms
+
+
+class AppendInfo(NamedTuple):
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    num_records: int
+
+
+class ReadResult(NamedTuple):
+    slices: list[FileSlice]
+    size: int
+    first_offset: int  # base offset of the first batch returned, -1 if none
+
+
+class UnexpectedAppendOffset(KafkaError):
+    """A follower append whose first offset is below the log end offset."""
+
+
+class PartitionLog:
+    def __init__(self, directory: str, config: LogConfig, fs: FileSystem, clock: Callable[[], int]) -> None:
+        self.directory = directory
+        self.config = config
+        self.fs = fs
+        self.clock = clock
+        self.segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self.epoch_cache = LeaderEpochCache(directory, fs)
+        self.producer_state = ProducerStateManager(directory, fs)
+        self._log_start_offset = 0
+        self._high_watermark = 0
+        self.recovery_point = 0
+        self.offline = False
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock()
+        self._retired: list[tuple[int, LogSegment]] = []  # (close after ms, segment)
+
+    # --- opening and recovery ---------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        directory: str,
+        config: LogConfig,
+        fs: FileSystem | None = None,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        high_watermark: int = 0,
+        clean_shutdown: bool = False,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> PartitionLog:
+        fs = fs or FileSystem()
+        fs.makedirs(directory)
+        log = cls(directory, config, fs, clock)
+        log._load(recovery_point, log_start_offset, clean_shutdown)
+        log.high_watermark = high_watermark
+        return log
+
+    def _load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool) -> None:
+        bases = []
+        for name in self.fs.listdir(self.directory):
+            if name.endswith(".tmp"):
+                self.fs.remove(os.path.join(self.directory, name))  # an interrupted write_atomic
+            elif name.endswith(".log") and name[:-4].isdigit():
+                bases.append(int(name[:-4]))
+        now = self.clock()
+        for base in sorted(bases):
+            self._add_segment(LogSegment(self.directory, base, self.fs, self.config.index_interval_bytes, now))
+        if not self.segments:
+            self._add_segment(self._new_segment(max(log_start_offset, 0)))
+        # Where validation starts: nowhere after a clean shutdown, else from the recovery point;
+        # from the very start when the epoch history must be re-derived.
+        if clean_shutdown and self.epoch_cache.loaded_from_checkpoint:
+            first_unsafe = len(self.segments)
+        elif not self.epoch_cache.loaded_from_checkpoint:
+            first_unsafe = 0
+        else:
+            first_unsafe = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
+        for i, segment in enumerate(self.segments[:first_unsafe]):
+            if segment.index.entries == 0 and segment.size > 0:
+                first_unsafe = i  # index files lost: rebuild from here
+                break
+            segment.max_timestamp = segment.time_index.last[0] if segment.time_index.last else -1
+            if i + 1 < len(self.segments):
+                segment.next_offset = self.segments[i + 1].base_offset
+            else:
+                try:
+                    segment.load_tail()
+                except KafkaError:
+                    first_unsafe = i  # the "clean" tail does not parse: recover it
+        if not self.epoch_cache.loaded_from_checkpoint:
+            self.epoch_cache.clear()
+        recovered = first_unsafe < len(self.segments)
+        if recovered:
+            self._recover_from(first_unsafe)
+        self._log_start_offset = max(log_start_offset, self.segments[0].base_offset)
+        leo = self.log_end_offset
+        if self._log_start_offset > leo:
+            self._log_start_offset = leo
+        self.epoch_cache.truncate_from_end(leo)
+        self.epoch_cache.truncate_from_start(self._log_start_offset)
+        # Recovered segments were validated and fsynced: the recovery point moves to the end.
+        self.recovery_point = leo if recovered else min(max(recovery_point, 0), leo)
+        self._rebuild_producer_state()
+
+    def _recover_from(self, first: int) -> None:
+        def on_batch(header: BatchHeader) -> None:
+            if header.partition_leader_epoch >= 0:
+                self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+
+        for i in range(first, len(self.segments)):
+            segment = self.segments[i]
+            if i > first and segment.base_offset < self.segments[i - 1].next_offset:
+                self._drop_segments_from(i)  # overlaps what came before: not a valid continuation
+                break
+            cut = segment.recover(on_batch)
+            if cut:
+                # Corruption: nothing after the first bad byte can be trusted.
+                self._drop_segments_from(i + 1)
+                break
+        for segment in self.segments[first:]:
+            segment.flush()
+
+    def _drop_segments_from(self, i: int) -> None:
+        for segment in self.segments[i:]:
+            segment.close_handles()
+            segment.delete_files()
+        del self.segments[i:]
+        del self._bases[i:]
+
+    def _rebuild_producer_state(self) -> None:
+        leo = self.log_end_offset
+        self.producer_state.delete_snapshots_from(leo + 1)
+        start = max(self.producer_state.load_latest(leo), self._log_start_offset)
+        for _, header in self._headers_from(start):
+            if header.base_offset >= start:
+                self.producer_state.on_append(header)
+
+    # --- segments ---------------------------------------------------------------------------------
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        return LogSegment(self.directory, base_offset, self.fs, self.config.index_interval_bytes, self.clock())
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        self.segments.append(segment)
+        self._bases.append(segment.base_offset)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    def roll(self, base_offset: int | None = None) -> None:
+        """Start a new active segment at ``base_offset`` (default: the LEO)."""
+        base = self.log_end_offset if base_offset is None else base_offset
+        if self.active_segment.size == 0:
+            if base == self.active_segment.base_offset:
+                return
+            # An empty active segment is simply replaced.
+            self._remove_segment(len(self.segments) - 1)
+        else:
+            self.active_segment.seal_time_index()
+            # Snapshot at each roll (as Kafka does) so recovery replays at most one segment.
+            self.producer_state.take_snapshot(base)
+        self._add_segment(self._new_segment(base))
+
+    def maybe_roll(self, incoming_bytes: int = 0, last_offset: int | None = None) -> None:
+        segment = self.active_segment
+        if segment.size == 0:
+            return
+        last = self.log_end_offset if last_offset is None else last_offset
+        if (
+            segment.size + incoming_bytes > self.config.segment_bytes
+            or self.clock() - segment.created_ms >= self.config.segment_ms
+            or last - segment.base_offset > _MAX_RELATIVE_OFFSET
+        ):
+            self.roll()
+
+    def _remove_segment(self, i: int) -> None:
+        segment = self.segments.pop(i)
+        del self._bases[i]
+        segment.delete_files()  # unlinked now; the open descriptor still serves pending sendfiles
+        self._retired.append((self.clock() + self.config.file_delete_delay_ms, segment))
+
+    def _close_retired(self, now_ms: int) -> None:
+        keep = []
+        for deadline, segment in self._retired:
+            if deadline <= now_ms:
+                segment.close_handles()
+            else:
+                keep.append((deadline, segment))
+        self._retired = keep
+
+    def _segment_index(self, offset: int) -> int:
+        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+
+    def _headers_from(self, offset: int) -> Iterator[tuple[LogSegment, BatchHeader]]:
+        for segment in self.segments[self._segment_index(offset) :]:
+            found = segment.find(offset)
+            if found is not None:
+                for _, header in segment.headers_from(found[0]):
+                    yield segment, header
+
+    # --- offsets ----------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.active_segment.next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.epoch_cache.latest_epoch
+
+    def epoch_for_offset(self, offset: int) -> int:
+        return self.epoch_cache.epoch_for_offset(offset)
+
+    def end_offset_for_epoch(self, requested_epoch: int) -> tuple[int, int]:
+        return self.epoch_cache.end_offset_for(requested_epoch, self.log_end_offset)
+
+    @property
+    def size(self) -> int:
+        return sum(segment.size for segment in self.segments)
+
+    # --- appending --------------------------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self.offline:
+            raise KafkaStorageError(f"log {self.directory} is offline after a storage error")
+
+    @staticmethod
+    def _validated(buf: bytearray | memoryview) -> tuple[memoryview, list[tuple[int, BatchHeader]]]:
+        view = memoryview(buf)
+        batches = list(iter_batches(view))
+        if not batches:
+            raise CorruptRecordError("no record batch to append")
+        for pos, header in batches:
+            validate_batch(view, pos, header)
+        return view, batches
+
+    def append_as_leader(self, buf: bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+        """Validate, assign offsets, stamp ``leader_epoch`` in place, write. All or nothing."""
+        self._check_writable()
+        view, batches = self._validated(buf)
+        first = offset = self.log_end_offset
+        now = self.clock()
+        log_append = self.config.message_timestamp_type == "LogAppendTime"
+        stamped = []
+        num_records = 0
+        max_timestamp = -1
+        for pos, header in batches:
+            stamp(view, pos, offset, leader_epoch)
+            if log_append:
+                stamp_log_append_time(view, pos, now)
+                header = parse_header(view, pos)
+            else:
+                header = header._replace(base_offset=offset, partition_leader_epoch=leader_epoch)
+            stamped.append((pos, header))
+            num_records += header.records_count
+            max_timestamp = max(max_timestamp, header.max_timestamp)
+            offset = header.next_offset
+        self._write(view, stamped, first, offset - 1)
+        # KIP-101: the first append of a new leader epoch marks where that epoch starts.
+        if leader_epoch >= 0 and leader_epoch > self.epoch_cache.latest_epoch:
+            self.epoch_cache.assign(leader_epoch, first)
+        self._after_append(stamped, num_records)
+        return AppendInfo(first, offset - 1, max_timestamp, now if log_append else -1, num_records)
+
+    def append_as_follower(self, buf: bytearray | memoryview) -> AppendInfo:
+        """Append batches copied from the leader, keeping their offsets and epochs."""
+        self._check_writable()
+        view, batches = self._validated(buf)
+        expected = self.log_end_offset
+        for _, header in batches:
+            if header.base_offset < expected:
+                raise UnexpectedAppendOffset(
+                    f"batch at offset {header.base_offset} is below the expected {expected}"
+                )
+            expected = header.next_offset
+        first = batches[0][1].base_offset
+        self._write(view, batches, first, expected - 1)
+        # KIP-101 step 4.7.1: the follower's epoch history comes from the batches it copies.
+        for _, header in batches:
+            if header.partition_leader_epoch >= 0:
+                self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        num_records = sum(header.records_count for _, header in batches)
+        self._after_append(batches, num_records)
+        return AppendInfo(
+            first, expected - 1, max(h.max_timestamp for _, h in batches), -1, num_records
+        )
+
+    def _write(self, view: memoryview, batches: list[tuple[int, BatchHeader]], first: int, last: int) -> None:
+        self.maybe_roll(len(view), last)
+        if self.active_segment.size == 0 and self.active_segment.base_offset != first:
+            # A follower copying from past a gap (the leader's log start moved): the segment
+            # starts where the data starts.
+            self.roll(first)
+        segment = self.active_segment
+        try:
+            segment.append(view, batches)
+        except OSError as exc:
+            # ENOSPC or EIO: cut what reached the file so the log is exactly as before.
+            try:
+                segment.discard_tail()
+            except OSError:
+                self.offline = True
+            raise KafkaStorageError(f"append to {self.directory} failed: {exc}") from exc
+
+    def _after_append(self, batches: list[tuple[int, BatchHeader]], num_records: int) -> None:
+        for _, header in batches:
+            self.producer_state.on_append(header)
+        self._unflushed_messages += num_records
+        if (
+            self.config.fsync_every_append
+            or self._unflushed_messages >= self.config.flush_interval_messages
+            or self.clock() - self._last_flush_ms >= self.config.flush_interval_ms
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """fsync everything written so far; the recovery point moves to the LEO."""
+        leo = self.log_end_offset
+        try:
+            for segment in self.segments[self._segment_index(self.recovery_point) :]:
+                segment.flush()
+        except OSError as exc:
+            self.offline = True
+            raise KafkaStorageError(f"fsync in {self.directory} failed: {exc}") from exc
+        self.recovery_point = leo
+        self._unflushed_messages = 0
+        self._last_flush_ms = self.clock()
+
+    def maybe_flush(self, now_ms: int) -> None:
+        """Called periodically: applies flush.ms."""
+        if self._unflushed_messages and now_ms - self._last_flush_ms >= self.config.flush_interval_ms:
+            self.flush()
+
+    # --- reading ----------------------------------------------------------------------------------
+
+    def read(
+        self, offset: int, max_bytes: int, upper_bound: int | None = None, min_one_batch: bool = True
+    ) -> ReadResult:
+        """Whole batches from the one holding ``offset``, as file ranges.
+
+        The first batch comes whole even if larger than ``max_bytes`` (when ``min_one_batch``); no
+        batch with an offset at or above ``upper_bound`` (the high watermark for consumers) is returned.
+        """
+        leo = self.log_end_offset
+        if offset < self._log_start_offset or offset > leo:
+            raise OffsetOutOfRange(f"offset {offset} outside [{self._log_start_offset}, {leo}]")
+        upper = leo if upper_bound is None else min(upper_bound, leo)
+        slices: list[FileSlice] = []
+        size = 0
+        first_offset = -1
+        for segment in self.segments[self._segment_index(offset) :]:
+            if offset >= upper or (size >= max_bytes and slices):
+                break
+            piece, piece_first = segment.read(offset, max_bytes - size, upper, min_one_batch and not slices)
+            if piece is None:
+                if segment.next_offset > offset and segment.size:
+                    break  # stopped by the size or upper bound inside this segment
+                continue
+            slices.append(piece)
+            size += piece.size
+            if first_offset < 0:
+                first_offset = piece_first
+            offset = max(offset, segment.next_offset)
+            if piece.position + piece.size < segment.size:
+                break  # the segment had more: a limit stopped us
+        return ReadResult(slices, size, first_offset)
+
+    def read_bytes(
+        self, offset: int, max_bytes: int, upper_bound: int | None = None, min_one_batch: bool = True
+    ) -> bytes:
+        result = self.read(offset, max_bytes, upper_bound, min_one_batch)
+        return b"".join(os.pread(s.fd, s.size, s.position) for s in result.slices)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first record with timestamp >= ``timestamp``.
+
+        -2 (earliest) and -1 (latest) answer the log start and end offsets, as ListOffsets does.
+        """
+        if timestamp == EARLIEST_TIMESTAMP:
+            start = self._log_start_offset
+            return start, -1, self.epoch_cache.epoch_for_offset(start)
+        if timestamp == LATEST_TIMESTAMP:
+            return self.log_end_offset, -1, self.epoch_cache.latest_epoch
+        for segment in self.segments:
+            if segment.max_timestamp < timestamp:
+                continue
+            for position, header in segment.timestamp_start(timestamp):
+                if header.max_timestamp < timestamp or header.last_offset < self._log_start_offset:
+                    continue
+                batch = os.pread(segment.fd, header.total_size, position)
+                for record in iter_records(batch, 0, header):
+                    if record.timestamp >= timestamp and record.offset >= self._log_start_offset:
+                        return record.offset, record.timestamp, header.partition_leader_epoch
+        return None
+
+    # --- truncation and retention -----------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop everything at and above ``offset``, cutting back to a batch boundary (KIP-101)."""
+        if offset >= self.log_end_offset:
+            return
+        if offset < self.segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        while len(self.segments) > 1 and self.active_segment.base_offset >= offset:
+            self._remove_segment(len(self.segments) - 1)
+        self.active_segment.truncate_to(offset)
+        leo = self.log_end_offset
+        self.epoch_cache.truncate_from_end(leo)
+        self._log_start_offset = min(self._log_start_offset, leo)
+        self._high_watermark = min(self._high_watermark, leo)
+        self.recovery_point = min(self.recovery_point, leo)
+        self._rebuild_producer_state()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and restart it at ``offset`` (a follower far behind the leader's start)."""
+        for i in range(len(self.segments) - 1, -1, -1):
+            self._remove_segment(i)
+        self._add_segment(self._new_segment(offset))
+        self.epoch_cache.clear()
+        self.producer_state.clear()
+        self.producer_state.delete_snapshots_from(0)
+        self._log_start_offset = self._high_watermark = self.recovery_point = offset
+
+    def delete_records_before(self, offset: int) -> None:
+        """Advance the log start offset (DeleteRecords); whole segments below it are deleted."""
+        offset = min(offset, self.log_end_offset)
+        if offset <= self._log_start_offset:
+            return
+        self._log_start_offset = offset
+        self._high_watermark = max(self._high_watermark, offset)
+        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+            self._remove_segment(0)
+        self.epoch_cache.truncate_from_start(offset)
+        self.producer_state.delete_snapshots_before(offset)
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete whole segments past retention.ms / retention.bytes; returns how many.
+
+        Only segments wholly below the high watermark go, and never the active one.
+        """
+        self._close_retired(now_ms)
+        deleted = 0
+        total = self.size
+        while len(self.segments) > 1:
+            segment, following = self.segments[0], self.segments[1]
+            too_old = 0 <= self.config.retention_ms < now_ms - segment.max_timestamp
+            too_big = 0 <= self.config.retention_bytes <= total - segment.size
+            if not (too_old or too_big) or following.base_offset > self._high_watermark:
+                break
+            total -= segment.size
+            self._remove_segment(0)
+            deleted += 1
+        if deleted:
+            self._log_start_offset = max(self._log_start_offset, self.segments[0].base_offset)
+            self.epoch_cache.truncate_from_start(self._log_start_offset)
+            self.producer_state.delete_snapshots_before(self._log_start_offset)
+        if self.clock() - self.active_segment.created_ms >= self.config.segment_ms:
+            self.maybe_roll()
+        return deleted
+
+    # --- shutdown ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Clean close: flush, snapshot the producer state at the LEO, release files."""
+        if not self.offline:
+            self.flush()
+            self.producer_state.take_snapshot(self.log_end_offset)
+        for segment in self.segments:
+            if self.offline:
+                segment.close_handles()
+            else:
+                segment.close()
+        self._close_retired(LONG_MAX)
+
+    def close_without_flush(self) -> None:
+        """Drop file handles as a crashed process would (tests, and the log-dir-failure path)."""
+        for segment in self.segments:
+            segment.close_handles()
+        self._close_retired(LONG_MAX)
