@@ -1,0 +1,186 @@
+"""All partition logs of a broker, across its log directories.
+
+Layout of each log directory::
+
+    <topic>-<partition>/                  one PartitionLog (storage.log)
+    <topic>-<partition>.<hex>-delete/     a partition being deleted (removed at the next start)
+    replication-offset-checkpoint         high watermarks       "topic partition offset" lines
+    recovery-point-offset-checkpoint      recovery points       (format: storage.checkpoint)
+    log-start-offset-checkpoint           log start offsets
+    .kafka_cleanshutdown                  present only between a clean shutdown and the next start
+
+Rules:
+- Start: if the clean-shutdown marker is present, logs open without scanning; it is removed
+  before anything is written, so a crash from then on is treated as unclean at the next start.
+  Otherwise every log recovers from its checkpointed recovery point.
+- Delete: rename the directory to ``...-delete`` (one atomic step), then remove it; a crash in
+  between leaves a ``-delete`` directory that the next start removes.
+- Checkpoints are written atomically; a missing or corrupt one reads as empty (recovery point 0:
+  the log rescans; high watermark 0: replication re-advances it).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+
+from storage.checkpoint import CheckpointFile
+from storage.fs import FileSystem
+from storage.log import LogConfig, PartitionLog, wall_clock_ms
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
+DELETE_SUFFIX = "-delete"
+
+TopicPartition = tuple[str, int]
+
+
+def parse_dir_name(name: str) -> TopicPartition | None:
+    """``my-topic-3`` -> ("my-topic", 3); topic names may contain '-', the partition never."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dirs: list[str],
+        config: LogConfig | None = None,
+        fs: FileSystem | None = None,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.default_config = config or LogConfig()
+        self.fs = fs or FileSystem()
+        self.clock = clock
+        self.logs: dict[TopicPartition, PartitionLog] = {}
+        self._dir_of: dict[TopicPartition, str] = {}
+        self.was_clean_shutdown: dict[str, bool] = {}
+
+    @classmethod
+    def open(
+        cls,
+        log_dirs: list[str],
+        config: LogConfig | None = None,
+        fs: FileSystem | None = None,
+        topic_configs: dict[str, LogConfig] | None = None,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> LogManager:
+        manager = cls(log_dirs, config, fs, clock)
+        for log_dir in manager.log_dirs:
+            manager._load_dir(log_dir, topic_configs or {})
+        return manager
+
+    def _checkpoint(self, log_dir: str, name: str) -> CheckpointFile:
+        return CheckpointFile(os.path.join(log_dir, name), self.fs)
+
+    def _read_offsets(self, log_dir: str, name: str) -> dict[TopicPartition, int]:
+        entries = self._checkpoint(log_dir, name).read((str, int, int)) or []
+        return {(topic, partition): offset for topic, partition, offset in entries}
+
+    def _load_dir(self, log_dir: str, topic_configs: dict[str, LogConfig]) -> None:
+        self.fs.makedirs(log_dir)
+        marker = os.path.join(log_dir, CLEAN_SHUTDOWN_FILE)
+        clean = self.fs.exists(marker)
+        self.was_clean_shutdown[log_dir] = clean
+        if clean:
+            self.fs.remove(marker)
+            self.fs.fsync_dir(log_dir)
+        recovery_points = self._read_offsets(log_dir, RECOVERY_POINT_FILE)
+        log_starts = self._read_offsets(log_dir, LOG_START_FILE)
+        high_watermarks = self._read_offsets(log_dir, HIGH_WATERMARK_FILE)
+        for name in sorted(self.fs.listdir(log_dir)):
+            path = os.path.join(log_dir, name)
+            if name.endswith(DELETE_SUFFIX):
+                self.fs.rmtree(path)  # a delete interrupted by a crash
+                continue
+            tp = parse_dir_name(name)
+            if tp is None or not os.path.isdir(path):
+                continue
+            self.logs[tp] = PartitionLog.open(
+                path,
+                topic_configs.get(tp[0], self.default_config),
+                self.fs,
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=log_starts.get(tp, 0),
+                high_watermark=high_watermarks.get(tp, 0),
+                clean_shutdown=clean,
+                clock=self.clock,
+            )
+            self._dir_of[tp] = log_dir
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self.logs.get((topic, partition))
+
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
+        tp = (topic, partition)
+        existing = self.logs.get(tp)
+        if existing is not None:
+            return existing
+        # The log dir holding the fewest partitions gets the new one.
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        log_dir = min(self.log_dirs, key=lambda d: counts[d])
+        path = os.path.join(log_dir, f"{topic}-{partition}")
+        log = PartitionLog.open(path, config or self.default_config, self.fs, clock=self.clock)
+        self.fs.fsync_dir(log_dir)
+        self.logs[tp] = log
+        self._dir_of[tp] = log_dir
+        return log
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        tp = (topic, partition)
+        log = self.logs.pop(tp, None)
+        log_dir = self._dir_of.pop(tp, None)
+        if log is None or log_dir is None:
+            return
+        log.close_without_flush()
+        doomed = os.path.join(log_dir, f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+        self.fs.rename(log.directory, doomed)
+        self.fs.fsync_dir(log_dir)
+        self.fs.rmtree(doomed)
+        self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Write high watermarks, recovery points and log start offsets of every log dir."""
+        for log_dir in self.log_dirs:
+            mine = sorted((tp, log) for tp, log in self.logs.items() if self._dir_of[tp] == log_dir)
+            self._checkpoint(log_dir, HIGH_WATERMARK_FILE).write(
+                (t, p, log.high_watermark) for (t, p), log in mine
+            )
+            self._checkpoint(log_dir, RECOVERY_POINT_FILE).write(
+                (t, p, log.recovery_point) for (t, p), log in mine
+            )
+            self._checkpoint(log_dir, LOG_START_FILE).write(
+                (t, p, log.log_start_offset) for (t, p), log in mine
+            )
+
+    def flush_all(self) -> None:
+        """Flush every log, then record the new recovery points."""
+        for log in self.logs.values():
+            log.flush()
+        self.checkpoint()
+
+    def maintain(self, now_ms: int | None = None) -> None:
+        """Periodic work: flush.ms and retention for every log, then checkpoints."""
+        now = self.clock() if now_ms is None else now_ms
+        for log in self.logs.values():
+            log.maybe_flush(now)
+            log.apply_retention(now)
+        self.checkpoint()
+
+    def shutdown(self) -> None:
+        """Clean shutdown: close every log, write checkpoints, then the marker."""
+        for log in self.logs.values():
+            log.close()
+        self.checkpoint()
+        for log_dir in self.log_dirs:
+            # A log taken offline by a storage error must be recovered: no marker for its dir.
+            if not any(log.offline for tp, log in self.logs.items() if self._dir_of[tp] == log_dir):
+                self.fs.write_atomic(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), b"")
