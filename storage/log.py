@@ -187,8 +187,10 @@ class PartitionLog:
 
         for i in range(first, len(self.segments)):
             segment = self.segments[i]
-            if i > first and segment.base_offset < self.segments[i - 1].next_offset:
-                self._drop_segments_from(i)  # overlaps what came before: not a valid continuation
+            if i > first and segment.base_offset != self.segments[i - 1].next_offset:
+                # Segments are contiguous (a roll starts the next one at the LEO): a gap means the
+                # previous segment lost its tail, so whatever follows is not a valid continuation.
+                self._drop_segments_from(i)
                 break
             cut = segment.recover(on_batch)
             if cut:
@@ -346,7 +348,7 @@ class PartitionLog:
             num_records += header.records_count
             max_timestamp = max(max_timestamp, header.max_timestamp)
             offset = header.next_offset
-        self._write(view, stamped, first, offset - 1)
+        self._write(view, stamped, offset - 1)
         # KIP-101: the first append of a new leader epoch marks where that epoch starts.
         if leader_epoch >= 0 and leader_epoch > self.epoch_cache.latest_epoch:
             self.epoch_cache.assign(leader_epoch, first)
@@ -365,7 +367,7 @@ class PartitionLog:
                 )
             expected = header.next_offset
         first = batches[0][1].base_offset
-        self._write(view, batches, first, expected - 1)
+        self._write(view, batches, expected - 1)
         # KIP-101 step 4.7.1: the follower's epoch history comes from the batches it copies.
         for _, header in batches:
             if header.partition_leader_epoch >= 0:
@@ -376,12 +378,8 @@ class PartitionLog:
             first, expected - 1, max(h.max_timestamp for _, h in batches), -1, num_records
         )
 
-    def _write(self, view: memoryview, batches: list[tuple[int, BatchHeader]], first: int, last: int) -> None:
+    def _write(self, view: memoryview, batches: list[tuple[int, BatchHeader]], last: int) -> None:
         self.maybe_roll(len(view), last)
-        if self.active_segment.size == 0 and self.active_segment.base_offset != first:
-            # A follower copying from past a gap (the leader's log start moved): the segment
-            # starts where the data starts.
-            self.roll(first)
         segment = self.active_segment
         try:
             segment.append(view, batches)
