@@ -132,24 +132,36 @@ def tansu_binary() -> Path:
 
 @contextlib.contextmanager
 def run_tansu(log_path: Path) -> Iterator[Target]:
+    """Tansu on a free port. With INTEROP_KPROXY=<path to shared/tools/kproxy.py>, clients go through
+    the logging proxy with --strip-av-tags, which lets Debian's kcat talk to Tansu."""
     port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
+    kproxy = os.environ.get("INTEROP_KPROXY")
+    public = free_port() if kproxy else port
+    procs: list[subprocess.Popen[bytes]] = []
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
-             "--storage-engine", "memory://tansu/"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )
         try:
+            procs.append(subprocess.Popen(
+                [str(tansu_binary()), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
+                 "--advertised-listener-url", f"tcp://127.0.0.1:{public}", "--storage-engine", "memory://tansu/"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            ))
             wait_port(port)
-            yield Target(bootstrap=f"127.0.0.1:{port}", kind="tansu", handle=proc)
+            if kproxy:
+                procs.append(subprocess.Popen(
+                    ["python3", kproxy, "--listen", f"127.0.0.1:{public}", "--upstream", f"127.0.0.1:{port}",
+                     "--log", str(log_path.with_suffix(".kproxy.jsonl")), "--strip-av-tags"],
+                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                ))
+                wait_port(public)
+            yield Target(bootstrap=f"127.0.0.1:{public}", kind="tansu", handle=procs[0])
         finally:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            for proc in reversed(procs):
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
 
 
 @contextlib.contextmanager

@@ -49,7 +49,8 @@ def kafkajs(broker: Target, *steps: dict[str, Any], timeout: float = 90) -> list
     try:
         out = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        raise AssertionError(f"flow.js exit {proc.returncode}: {proc.stdout[-2000:]!r} {proc.stderr[-2000:]!r}") from None
+        detail = f"{proc.stdout[-2000:]!r} {proc.stderr[-2000:]!r}"
+        raise AssertionError(f"flow.js exit {proc.returncode}: {detail}") from None
     assert "error" not in out, f"kafkajs failed: {out['error']} (stderr: {proc.stderr[-1500:]!r})"
     return list(out["results"])
 
