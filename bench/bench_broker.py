@@ -1,0 +1,199 @@
+"""Broker benchmark: the same confluent-kafka workload, in the same run, against our broker (writing to disk in
+a temp dir) and against Tansu (in memory).
+
+For each message size (100 B, 10 KB) and partition count (1, 8): produce N bytes with acks=1, then consume
+them all with assign() from the beginning. Reported per broker: produce and consume MB/s, broker CPU seconds
+per GB moved (produce + consume, psutil cpu_times of the broker pid), peak RSS, and time from launch to its
+first Metadata answer. Each broker is started fresh per run; a run does every case. Figures are the median
+of the runs with (min-max); ratios are ours / Tansu (MB/s: higher is better; CPU-s/GB and RSS: lower is).
+
+    python -m bench.bench_broker [--runs 3] [--scale 1.0] [--only ours|tansu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.common import (
+    BrokerProc,
+    fmt_spread,
+    print_table,
+    spread,
+    start_ours,
+    start_tansu,
+    write_results,
+)
+
+MB = 1_000_000
+# (message size, partitions, MB per case at scale 1.0)
+CASES: list[tuple[int, int, int]] = [(100, 1, 50), (100, 8, 50), (10_000, 1, 200), (10_000, 8, 200)]
+
+
+@dataclass
+class CaseResult:
+    broker: str
+    size: int
+    partitions: int
+    mbytes: float
+    produce_mb_s: float
+    consume_mb_s: float
+    cpu_s_per_gb: float
+
+
+@dataclass
+class RunResult:
+    broker: str
+    ready_ms: float
+    peak_rss_mb: float
+    cases: list[CaseResult]
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(30)
+    deadline = time.monotonic() + 30
+    while True:
+        t = admin.list_topics(topic=name, timeout=10).topics.get(name)
+        if t and t.error is None and len(t.partitions) == partitions and all(
+                p.leader >= 0 for p in t.partitions.values()):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {name} has no leaders")
+        time.sleep(0.05)
+
+
+def produce(bootstrap: str, topic: str, size: int, count: int, partitions: int) -> float:
+    """Send count messages of size bytes round-robin over the partitions; return seconds until all acked."""
+    p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5, "batch.size": 1_000_000,
+                  "queue.buffering.max.kbytes": 512 * 1024, "queue.buffering.max.messages": 1_000_000,
+                  "compression.type": "none"})
+    payload = b"x" * size
+    failed: list[str] = []
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            failed.append(str(err))
+
+    t0 = time.perf_counter()
+    for i in range(count):
+        while True:
+            try:
+                p.produce(topic, payload, partition=i % partitions, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.01)
+        if i % 10_000 == 0:
+            p.poll(0)
+    if p.flush(300) != 0:
+        raise RuntimeError("produce did not finish in 300 s")
+    elapsed = time.perf_counter() - t0
+    if failed:
+        raise RuntimeError(f"{len(failed)} produce errors, first: {failed[0]}")
+    return elapsed
+
+
+def consume(bootstrap: str, topic: str, count: int, partitions: int) -> float:
+    """Read count messages with assign() from the beginning of every partition; return seconds."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}", "enable.auto.commit": False,
+                  "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
+                  "fetch.wait.max.ms": 100, "queued.max.messages.kbytes": 262_144})
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    got = 0
+    t0 = time.perf_counter()
+    deadline = t0 + 300
+    try:
+        while got < count:
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"consumed {got}/{count} in 300 s")
+            for m in c.consume(10_000, 1.0):
+                if m.error() is not None:
+                    raise KafkaException(m.error())
+                got += 1
+        return time.perf_counter() - t0
+    finally:
+        c.close()
+
+
+def run_case(b: BrokerProc, size: int, partitions: int, mbytes: float) -> CaseResult:
+    count = max(1, int(mbytes * MB / size))
+    topic = f"bench-{size}-{partitions}-{time.time_ns()}"
+    create_topic(b.bootstrap, topic, partitions)
+    cpu0 = b.cpu_seconds()
+    tp = produce(b.bootstrap, topic, size, count, partitions)
+    tc = consume(b.bootstrap, topic, count, partitions)
+    cpu = b.cpu_seconds() - cpu0
+    moved_gb = 2 * count * size / 1e9  # bytes in plus bytes out
+    return CaseResult(b.name, size, partitions, count * size / MB, count * size / MB / tp, count * size / MB / tc,
+                      cpu / moved_gb)
+
+
+def run_once(which: str, scale: float, workdir: Path) -> RunResult:
+    start = start_ours if which == "ours" else start_tansu
+    with start(workdir) as b:
+        cases = [run_case(b, size, parts, mb * scale) for size, parts, mb in CASES]
+        return RunResult(which, b.ready_s * 1000, b.rss.peak / MB, cases)
+
+
+def summarize(runs: list[RunResult]) -> dict[str, Any]:
+    brokers = sorted({r.broker for r in runs}, key=lambda n: n != "ours")
+
+    def vals(broker: str, key: str, size: int | None = None, parts: int | None = None) -> list[float]:
+        if size is None:
+            return [float(getattr(r, key)) for r in runs if r.broker == broker]
+        return [float(getattr(c, key)) for r in runs if r.broker == broker for c in r.cases
+                if c.size == size and c.partitions == parts]
+
+    rows: list[list[str]] = []
+    for size, parts, _ in CASES:
+        for metric, label in (("produce_mb_s", "produce MB/s"), ("consume_mb_s", "consume MB/s"),
+                              ("cpu_s_per_gb", "broker CPU-s/GB")):
+            row = [f"{'100 B' if size == 100 else '10 KB'} x {parts}p", label]
+            row += [fmt_spread(vals(b, metric, size, parts)) for b in brokers]
+            if len(brokers) == 2:
+                ours, theirs = (spread(vals(b, metric, size, parts))[0] for b in brokers)
+                row.append(f"{ours / theirs:.2f}x")
+            rows.append(row)
+    for key, label, digits in (("peak_rss_mb", "peak RSS MB", 0), ("ready_ms", "launch to Metadata ms", 0)):
+        row = ["all", label] + [fmt_spread(vals(b, key), digits) for b in brokers]
+        if len(brokers) == 2:
+            row.append(f"{spread(vals(brokers[0], key))[0] / spread(vals(brokers[1], key))[0]:.2f}x")
+        rows.append(row)
+    header = ["case", "metric", *brokers] + (["ours/tansu"] if len(brokers) == 2 else [])
+    print_table(f"bench_broker: median (min-max) of {len(runs) // max(1, len(brokers))} runs, confluent-kafka "
+                "client, acks=1, no compression; ours writes to disk, Tansu is in memory", header, rows)
+    return {"header": header, "rows": rows}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.bench_broker", description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the data size of every case")
+    ap.add_argument("--only", choices=["ours", "tansu"], help="measure one broker only")
+    args = ap.parse_args(argv)
+    brokers = [args.only] if args.only else ["ours", "tansu"]
+    runs: list[RunResult] = []
+    with tempfile.TemporaryDirectory(prefix="epoch-bench-") as tmp:
+        for i in range(args.runs):
+            for which in brokers:  # alternate, so drift on the machine hits both alike
+                workdir = Path(tmp) / f"{which}-{i}"
+                workdir.mkdir()
+                t0 = time.perf_counter()
+                r = run_once(which, args.scale, workdir)
+                print(f"run {i + 1}/{args.runs} {which}: {time.perf_counter() - t0:.1f}s, ready "
+                      f"{r.ready_ms:.0f} ms, peak RSS {r.peak_rss_mb:.0f} MB", flush=True)
+                runs.append(r)
+    table = summarize(runs)
+    path = write_results("bench_broker", {"scale": args.scale, "runs": [asdict(r) for r in runs], "table": table})
+    print(f"results: {path}")
+
+
+if __name__ == "__main__":
+    main()
