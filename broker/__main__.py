@@ -1,0 +1,64 @@
+"""`epoch-broker serve [server.properties] [--override key=value ...]`: run one broker (with its controller).
+
+Prints one ready line to stdout once the broker answers requests:
+    epoch-broker: node 0 listening on 127.0.0.1:9092
+A bad config value exits with status 2 and one line naming the key. SIGTERM/SIGINT stop the broker cleanly
+(exit 0). Logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from broker.config import BrokerConfig, ConfigError, load_config
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="epoch-broker", description="A Kafka-compatible broker.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run a broker (and its embedded controller)")
+    serve.add_argument("properties", nargs="?", help="a Kafka server.properties file")
+    serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                       help="set a config key (repeatable; wins over the file)")
+    serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    return parser.parse_args(argv)
+
+
+async def _serve(config: BrokerConfig) -> None:
+    from broker.app import Broker  # after the config is known good: keeps `--help` and bad configs fast
+
+    broker = Broker(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    endpoint = await broker.start()
+    print(f"epoch-broker: node {config.node_id} listening on {endpoint.host}:{endpoint.port}", flush=True)
+    await stop.wait()
+    await broker.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = load_config(args.properties, args.override)
+    except (ConfigError, OSError) as exc:
+        print(f"epoch-broker: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(_serve(config))
+    else:
+        uvloop.run(_serve(config))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

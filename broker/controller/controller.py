@@ -1,0 +1,251 @@
+"""Controller logic: topics, partitions, topic ids, broker registration with leader-epoch bumps, producer ids.
+
+The controller turns requests into metadata records, makes them durable in its `MetadataStore`, applies them
+to its own `MetadataCache`, then hands them to every subscriber (in one process: the local broker; in a
+cluster, issue 6, the brokers that pull or receive them). The request methods are synchronous: state lives on
+the event loop and a metadata append is one small fsync. In a cluster the same methods serve the controller's
+wire handlers (BrokerRegistration, CreateTopics forwarded by brokers), and brokers reach them through a client
+exposing the same names.
+
+Rules:
+- Records are durable before anyone sees them: a subscriber never acts on metadata that a crash could undo.
+- Returning leaders (KIP-101): when a broker registers while it leads partitions, each of those partitions
+  gets a new leader epoch (and partition epoch), so a leader that restarts without an election still starts a
+  new epoch; the broker records the epoch's start offset before accepting produce.
+- Every leader change bumps the leader epoch; epochs never go down.
+- Topic ids are random 16-byte UUIDs (uuid4), never reused.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.config import BrokerConfig, validate_topic_configs
+from broker.controller.records import (
+    ClusterRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
+from broker.controller.store import MetadataStore
+from broker.metadata_cache import MetadataCache, TopicState
+from protocol.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+PRODUCER_ID_BLOCK = 1000
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def topic_name_error(name: str | None) -> str | None:
+    """Why `name` is not a legal topic name (Kafka's Topic.validate), or None if it is."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return f"topic name cannot be {name!r}"
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters"
+    if not _LEGAL_TOPIC_NAME.fullmatch(name):
+        return f"topic name {name!r} has characters outside [a-zA-Z0-9._-]"
+    return None
+
+
+@dataclass(slots=True)
+class NewTopic:
+    name: str
+    num_partitions: int = -1  # -1: num.partitions
+    replication_factor: int = -1  # -1: default.replication.factor
+    assignments: dict[int, list[int]] = field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class TopicResult:
+    name: str
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+    topic_id: bytes = bytes(16)
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+class Controller:
+    def __init__(self, config: BrokerConfig, store: MetadataStore) -> None:
+        self.config = config
+        self.store = store
+        self.image = MetadataCache()
+        self.image.controller_id = config.node_id
+        self.subscribers: list[Callable[[list[Any]], None]] = []
+
+    def start(self) -> list[Any]:
+        """Replay the store; returns every record, for the first subscriber's initial state."""
+        records = self.store.load()
+        for record in records:
+            self.image.apply(record)
+        if self.image.cluster_id is None:
+            cluster_id = self.config.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
+            self._commit([ClusterRecord(cluster_id)])
+            records = self.store.load()
+        log.info("controller loaded %d metadata records (cluster %s)", len(records), self.image.cluster_id)
+        return records
+
+    def close(self) -> None:
+        self.store.close()
+
+    def _commit(self, records: list[Any]) -> None:
+        self.store.append(records)
+        for record in records:
+            self.image.apply(record)
+        for subscriber in self.subscribers:
+            subscriber(records)
+
+    # -- brokers ------------------------------------------------------------------------------------
+
+    def register_broker(self, node_id: int, incarnation_id: bytes, host: str, port: int,
+                              rack: str | None = None) -> int:
+        """Register (or re-register) a broker; returns its new broker epoch and bumps its leaderships."""
+        broker_epoch = max((b.broker_epoch for b in self.image.brokers.values()), default=0) + 1
+        records: list[Any] = [RegisterBrokerRecord(node_id, broker_epoch, incarnation_id, host, port, rack)]
+        for topic in self.image.topics_by_id.values():
+            for state in topic.partitions.values():
+                if state.leader == node_id or (state.leader == -1 and node_id in state.replicas):
+                    records.append(PartitionChangeRecord(
+                        state.topic_id, state.partition, node_id, state.leader_epoch + 1,
+                        state.partition_epoch + 1, state.isr or (node_id,)))
+                    log.info("leader epoch of %s-%d bumped to %d (broker %d registered)",
+                             topic.name, state.partition, state.leader_epoch + 1, node_id)
+        self._commit(records)
+        return broker_epoch
+
+    # -- topics -------------------------------------------------------------------------------------
+
+    def create_topics(self, topics: list[NewTopic], validate_only: bool = False) -> list[TopicResult]:
+        results = []
+        records: list[Any] = []
+        for request in topics:
+            result, topic_records = self._plan_topic(request)
+            results.append(result)
+            if not validate_only:
+                records.extend(topic_records)
+        if records:
+            self._commit(records)
+            for result in results:
+                if result.error_code == ErrorCode.NONE:
+                    log.info("created topic %s with %d partitions", result.name, result.num_partitions)
+        return results
+
+    def _plan_topic(self, request: NewTopic) -> tuple[TopicResult, list[Any]]:
+        result = TopicResult(request.name)
+
+        def fail(code: ErrorCode, message: str) -> tuple[TopicResult, list[Any]]:
+            result.error_code, result.error_message = code, message
+            return result, []
+
+        if (problem := topic_name_error(request.name)) is not None:
+            return fail(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+        if request.name in self.image.topics_by_name:
+            return fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {request.name!r} already exists")
+        live = sorted(self.image.brokers)
+        if request.assignments:
+            if request.num_partitions != -1 or request.replication_factor != -1:
+                return fail(ErrorCode.INVALID_REQUEST, "give either assignments or partitions and replication")
+            if sorted(request.assignments) != list(range(len(request.assignments))):
+                return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "assignments must cover partitions 0..n-1")
+            assignment = [tuple(request.assignments[p]) for p in range(len(request.assignments))]
+            if any(not r or len(set(r)) != len(r) or not set(r) <= set(live) for r in assignment):
+                return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "replicas must be distinct live brokers")
+        else:
+            partitions = self.config.num_partitions if request.num_partitions == -1 else request.num_partitions
+            factor = (self.config.default_replication_factor if request.replication_factor == -1
+                      else request.replication_factor)
+            if partitions < 1:
+                return fail(ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1")
+            if factor < 1 or factor > len(live):
+                return fail(ErrorCode.INVALID_REPLICATION_FACTOR,
+                            f"replication factor {factor} with {len(live)} live broker(s)")
+            assignment = self._assign(partitions, factor, live, start=len(self.image.topics_by_id))
+        if (problem := validate_topic_configs(request.configs)) is not None:
+            return fail(ErrorCode.INVALID_CONFIG, problem)
+        topic_id = uuid.uuid4().bytes
+        records: list[Any] = [TopicRecord(request.name, topic_id, dict(request.configs))]
+        records += [PartitionRecord(topic_id, p, replicas, replicas, replicas[0])
+                    for p, replicas in enumerate(assignment)]
+        result.topic_id = topic_id
+        result.num_partitions = len(assignment)
+        result.replication_factor = len(assignment[0])
+        result.configs = dict(request.configs)
+        return result, records
+
+    @staticmethod
+    def _assign(partitions: int, factor: int, live: list[int], start: int) -> list[tuple[int, ...]]:
+        """Round-robin replicas over the live brokers, the first replica (the leader) rotating."""
+        return [tuple(live[(start + p + i) % len(live)] for i in range(factor)) for p in range(partitions)]
+
+    def _find_topic(self, name: str | None, topic_id: bytes | None) -> TopicState | None:
+        if topic_id and topic_id != bytes(16):
+            return self.image.topics_by_id.get(topic_id)
+        return self.image.topics_by_name.get(name or "")
+
+    def delete_topics(self, topics: list[tuple[str | None, bytes | None]]
+                            ) -> list[tuple[str | None, bytes, ErrorCode]]:
+        """Delete by name or id; returns (name, topic_id, error) per request entry."""
+        results = []
+        records = []
+        for name, topic_id in topics:
+            topic = self._find_topic(name, topic_id)
+            if topic is None:
+                missing = ErrorCode.UNKNOWN_TOPIC_ID if topic_id and topic_id != bytes(16) else (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                results.append((name, topic_id or bytes(16), missing))
+                continue
+            if RemoveTopicRecord(topic.topic_id) not in records:
+                records.append(RemoveTopicRecord(topic.topic_id))
+                log.info("deleting topic %s", topic.name)
+            results.append((topic.name, topic.topic_id, ErrorCode.NONE))
+        if records:
+            self._commit(records)
+        return results
+
+    def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
+                                validate_only: bool) -> tuple[ErrorCode, str | None]:
+        topic = self.image.topics_by_name.get(name)
+        if topic is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+        current = len(topic.partitions)
+        if count <= current:
+            return ErrorCode.INVALID_PARTITIONS, f"topic has {current} partitions; {count} does not add any"
+        live = sorted(self.image.brokers)
+        factor = len(topic.partitions[0].replicas)
+        if assignments is not None:
+            if len(assignments) != count - current or any(
+                len(set(r)) != len(r) or not r or not set(r) <= set(live) for r in assignments
+            ):
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "one list of distinct live brokers per new partition"
+            new = [tuple(r) for r in assignments]
+        else:
+            if factor > len(live):
+                return ErrorCode.INVALID_REPLICATION_FACTOR, f"replication factor {factor} > live brokers"
+            new = self._assign(count - current, factor, live, start=current)
+        if not validate_only:
+            self._commit([PartitionRecord(topic.topic_id, current + i, r, r, r[0]) for i, r in enumerate(new)])
+            log.info("topic %s now has %d partitions", name, count)
+        return ErrorCode.NONE, None
+
+    # -- producer ids -------------------------------------------------------------------------------
+
+    def allocate_producer_ids(self, node_id: int) -> tuple[int, int]:
+        """A block of never-used producer ids for a broker: (first id, count)."""
+        start = self.image.next_producer_id
+        self._commit([ProducerIdsRecord(node_id, start + PRODUCER_ID_BLOCK)])
+        return start, PRODUCER_ID_BLOCK

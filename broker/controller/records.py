@@ -1,0 +1,135 @@
+"""The metadata records the controller writes to its log, and that brokers apply (KRaft's shape).
+
+Every change to cluster metadata is one of these records. The controller appends them to its
+`MetadataStore` and applies them to its own state; the broker applies the same records to its
+`MetadataCache` and `ReplicaManager`. In one process both sides read the records directly; in a cluster
+(issue 6) brokers receive the same records over the wire, so nothing here knows where it runs.
+
+Rules:
+- Records are frozen dataclasses with JSON-friendly fields (ids as hex strings on disk, bytes in memory).
+- A record is never rewritten: a change to a partition is a new `PartitionChangeRecord`.
+- `to_json` / `from_json` round-trip exactly; `type` names the record in the log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRecord:
+    """The first record of a metadata log: the cluster's id."""
+
+    cluster_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRecord:
+    """A broker (re)registered: each registration gets a new, higher broker_epoch."""
+
+    node_id: int
+    broker_epoch: int
+    incarnation_id: bytes
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRecord:
+    name: str
+    topic_id: bytes
+    configs: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRecord:
+    """A partition as created; later changes come as PartitionChangeRecord."""
+
+    topic_id: bytes
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionChangeRecord:
+    """New leadership or ISR of a partition; the epochs are the new values (never lower than before)."""
+
+    topic_id: bytes
+    partition: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveTopicRecord:
+    topic_id: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigRecord:
+    topic_id: bytes
+    configs: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdsRecord:
+    """A block of producer ids handed to a broker: ids below next_producer_id are taken, forever."""
+
+    node_id: int
+    next_producer_id: int
+
+
+MetadataRecord = (
+    ClusterRecord
+    | RegisterBrokerRecord
+    | TopicRecord
+    | PartitionRecord
+    | PartitionChangeRecord
+    | RemoveTopicRecord
+    | TopicConfigRecord
+    | ProducerIdsRecord
+)
+
+RECORD_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        ClusterRecord,
+        RegisterBrokerRecord,
+        TopicRecord,
+        PartitionRecord,
+        PartitionChangeRecord,
+        RemoveTopicRecord,
+        TopicConfigRecord,
+        ProducerIdsRecord,
+    )
+}
+_BYTES_FIELDS = {"topic_id", "incarnation_id"}
+_TUPLE_FIELDS = {"replicas", "isr"}
+
+
+def to_json(record: Any) -> str:
+    body: dict[str, Any] = {"type": type(record).__name__}
+    for f in dataclasses.fields(record):
+        value = getattr(record, f.name)
+        body[f.name] = value.hex() if f.name in _BYTES_FIELDS else value
+    return json.dumps(body, separators=(",", ":"))
+
+
+def from_json(line: str) -> Any:
+    body = json.loads(line)
+    cls = RECORD_TYPES[body.pop("type")]
+    for name in _BYTES_FIELDS & body.keys():
+        body[name] = bytes.fromhex(body[name])
+    for name in _TUPLE_FIELDS & body.keys():
+        body[name] = tuple(body[name])
+    return cls(**body)

@@ -1,0 +1,33 @@
+"""ApiVersions · v0-4 · the first request on every connection.
+
+Behaviour: lists every API with a registered handler and the versions it serves (`dispatch.supported_versions`),
+so the broker never advertises what it does not implement.
+Version notes: a request version above 4 gets UNSUPPORTED_VERSION with the list in a v0 body (KIP-511), and
+the client retries with a version we list. v3+ carries the client's software name and version: logged.
+Skipped: supported_features, finalized_features and zk_migration_ready are left at their defaults, so the
+tag section stays EMPTY: librdkafka before 2.2.0 (Debian's kcat) misreads non-empty tags in this response.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from broker.dispatch import RequestContext, handles, supported_versions
+from protocol.errors import ErrorCode
+from protocol.messages import api_versions
+
+log = logging.getLogger(__name__)
+Response = api_versions.RESPONSE.cls
+ApiVersion = api_versions.RESPONSE.ApiVersion
+
+
+@handles(api_versions.API, "0-4")
+def handle(context: RequestContext, request: Any) -> Any:
+    keys = [ApiVersion(api_key=key, min_version=low, max_version=high) for key, low, high in supported_versions()]
+    if context.unsupported:
+        return Response(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=keys)
+    if context.api_version >= 3:
+        log.info("client %s from %s: %s %s", context.client_id, context.peer, request.client_software_name,
+                 request.client_software_version)
+    return Response(error_code=ErrorCode.NONE, api_keys=keys)

@@ -1,0 +1,29 @@
+"""CreatePartitions · v0-3 · add partitions to a topic through the controller.
+
+Behaviour: UNKNOWN_TOPIC_OR_PARTITION for an unknown topic, INVALID_PARTITIONS when the count does not grow,
+INVALID_REPLICA_ASSIGNMENT for assignments that are not one list of distinct live brokers per new partition,
+INVALID_REPLICATION_FACTOR when the topic's replication factor exceeds the live brokers. validate_only checks
+and changes nothing. New partitions start at leader epoch 0.
+Skipped: timeout_ms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext, handles
+from protocol.messages import create_partitions
+
+Response = create_partitions.RESPONSE.cls
+Result = create_partitions.RESPONSE.CreatePartitionsTopicResult
+
+
+@handles(create_partitions.API, "0-3")
+def handle(context: RequestContext, request: Any) -> Any:
+    controller = context.broker.controller
+    results = []
+    for topic in request.topics:
+        assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
+        error, message = controller.create_partitions(topic.name, topic.count, assignments, request.validate_only)
+        results.append(Result(name=topic.name, error_code=error, error_message=message))
+    return Response(results=results)

@@ -1,0 +1,53 @@
+"""CreateTopics · v0-7 · create topics through the controller.
+
+Behaviour: per topic: name validation (INVALID_TOPIC_EXCEPTION), TOPIC_ALREADY_EXISTS, num_partitions and
+replication_factor (-1: num.partitions / default.replication.factor), explicit assignments
+(INVALID_REPLICA_ASSIGNMENT), INVALID_PARTITIONS below 1, INVALID_REPLICATION_FACTOR above the live broker
+count, topic configs limited to the keys the broker honours (INVALID_CONFIG otherwise). validate_only checks
+everything and creates nothing.
+Version notes: v5+ answers num_partitions, replication_factor and the topic's configs; v7 the topic id.
+Skipped: timeout_ms (creation completes before the answer), config synonyms and documentation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.config import TOPIC_CONFIGS, render_value, topic_config
+from broker.controller.controller import NewTopic
+from broker.dispatch import RequestContext, handles
+from protocol.errors import ErrorCode
+from protocol.messages import create_topics
+
+Response = create_topics.RESPONSE.cls
+TopicResult = create_topics.RESPONSE.CreatableTopicResult
+TopicConfig = create_topics.RESPONSE.CreatableTopicConfigs
+DYNAMIC_TOPIC_CONFIG = 1  # ConfigSource
+DEFAULT_CONFIG = 5
+
+
+@handles(create_topics.API, "0-7")
+def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    new_topics = [
+        NewTopic(t.name, t.num_partitions, t.replication_factor,
+                 {a.partition_index: list(a.broker_ids) for a in t.assignments},
+                 {c.name: c.value for c in t.configs})
+        for t in request.topics
+    ]
+    results = broker.controller.create_topics(new_topics, request.validate_only)
+    topics = []
+    for result in results:
+        answer = TopicResult(name=result.name, error_code=result.error_code, error_message=result.error_message)
+        if result.error_code == ErrorCode.NONE:
+            answer.topic_id = result.topic_id
+            answer.num_partitions = result.num_partitions
+            answer.replication_factor = result.replication_factor
+            effective = topic_config(broker.config, result.configs)
+            answer.configs = [
+                TopicConfig(name=key, value=render_value(effective[key]), read_only=False, is_sensitive=False,
+                            config_source=DYNAMIC_TOPIC_CONFIG if key in result.configs else DEFAULT_CONFIG)
+                for key in TOPIC_CONFIGS
+            ]
+        topics.append(answer)
+    return Response(topics=topics)

@@ -1,0 +1,46 @@
+"""DeleteRecords · v0-2 · move a partition's log start offset forward (records below it are gone).
+
+Behaviour: on the leader only (NOT_LEADER_OR_FOLLOWER elsewhere, UNKNOWN_TOPIC_OR_PARTITION if unknown);
+offset -1 means the high watermark; an offset above the high watermark is OFFSET_OUT_OF_RANGE. Whole segments
+below the new start are deleted; the answer's low_watermark is the new log start offset.
+Skipped: timeout_ms (on one broker the change is immediate; followers learn the start offset on fetch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext, handles
+from protocol.errors import ErrorCode
+from protocol.messages import delete_records
+
+Response = delete_records.RESPONSE.cls
+TopicResult = delete_records.RESPONSE.DeleteRecordsTopicResult
+PartitionResult = delete_records.RESPONSE.DeleteRecordsPartitionResult
+HIGH_WATERMARK = -1
+
+
+@handles(delete_records.API, "0-2")
+def handle(context: RequestContext, request: Any) -> Any:
+    replicas = context.broker.replica_manager
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for wanted in topic.partitions:
+            result = PartitionResult(partition_index=wanted.partition_index, low_watermark=-1)
+            partition = replicas.get(topic.name, wanted.partition_index)
+            if partition is None or not partition.is_leader:
+                result.error_code = (replicas.lookup_error(topic.name, wanted.partition_index) if partition is None
+                                     else ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            else:
+                log = partition.log
+                offset = log.high_watermark if wanted.offset == HIGH_WATERMARK else wanted.offset
+                if not 0 <= offset <= log.high_watermark:
+                    result.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                else:
+                    log.delete_records_before(offset)
+                    result.low_watermark = log.log_start_offset
+            partitions.append(result)
+        topics.append(TopicResult(name=topic.name, partitions=partitions))
+    context.broker.log_manager.checkpoint()  # the new log start offsets survive a crash
+    return Response(topics=topics)

@@ -1,0 +1,37 @@
+"""DescribeCluster · v0-1 · cluster id, controller id and the registered brokers.
+
+Behaviour: kafka-python's admin `describe_cluster()` uses it when advertised. Cluster authorized operations are
+INT32_MIN unless asked for, then everything (no ACLs).
+Version notes: v1 endpoint_type: only brokers (1); asking for controllers (2) answers
+UNSUPPORTED_ENDPOINT_TYPE, since the controller is embedded and has no listener of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext, handles
+from broker.handlers.metadata import CLUSTER_OPERATIONS, NO_OPERATIONS
+from protocol.errors import ErrorCode
+from protocol.messages import describe_cluster
+
+Response = describe_cluster.RESPONSE.cls
+Broker = describe_cluster.RESPONSE.DescribeClusterBroker
+BROKERS = 1
+
+
+@handles(describe_cluster.API, "0-1")
+def handle(context: RequestContext, request: Any) -> Any:
+    broker = context.broker
+    if request.endpoint_type != BROKERS:
+        return Response(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, endpoint_type=request.endpoint_type,
+                        cluster_id=broker.cluster_id)
+    return Response(
+        error_code=ErrorCode.NONE,
+        cluster_id=broker.cluster_id,
+        controller_id=broker.metadata.controller_id,
+        brokers=[Broker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+                 for b in broker.metadata.brokers.values()],
+        cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+                                       else NO_OPERATIONS),
+    )

@@ -1,0 +1,59 @@
+"""DescribeConfigs · v0-4 · the settings of a topic or of this broker.
+
+Behaviour: resource type 2 (topic): every topic-level key the broker honours, with the topic's override
+(source DYNAMIC_TOPIC_CONFIG) or the broker default (DEFAULT_CONFIG); UNKNOWN_TOPIC_OR_PARTITION for an
+unknown topic. Type 4 (broker, named by its node id, or "" for any): every broker key it honours, from the
+properties file and overrides (STATIC_BROKER_CONFIG). configuration_keys narrows the list. Other resource
+types: INVALID_REQUEST.
+Version notes: v1+ config_source and synonyms (always empty here), v3+ config_type and documentation (null).
+Skipped: synonyms, documentation, sensitive values (there are none).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.config import TOPIC_CONFIGS, render_value, topic_config
+from broker.dispatch import RequestContext, handles
+from protocol.errors import ErrorCode
+from protocol.messages import describe_configs
+
+Response = describe_configs.RESPONSE.cls
+Result = describe_configs.RESPONSE.DescribeConfigsResult
+ConfigEntry = describe_configs.RESPONSE.DescribeConfigsResourceResult
+
+TOPIC, BROKER = 2, 4
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+
+
+@handles(describe_configs.API, "0-4")
+def handle(context: RequestContext, request: Any) -> Any:
+    return Response(results=[_describe(context.broker, resource) for resource in request.resources])
+
+
+def _describe(broker: Any, resource: Any) -> Any:
+    result = Result(error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
+                    resource_name=resource.resource_name, configs=[])
+    if resource.resource_type == TOPIC:
+        topic = broker.metadata.topics_by_name.get(resource.resource_name)
+        if topic is None:
+            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            result.error_message = f"topic {resource.resource_name!r} does not exist"
+            return result
+        effective = topic_config(broker.config, topic.configs)
+        entries = [(key, render_value(effective[key]), DYNAMIC_TOPIC_CONFIG if key in topic.configs
+                    else DEFAULT_CONFIG) for key in TOPIC_CONFIGS]
+    elif resource.resource_type == BROKER and resource.resource_name in ("", str(broker.node_id)):
+        entries = [(key, value, STATIC_BROKER_CONFIG) for key, value in broker.config.as_properties().items()]
+    else:
+        result.error_code = ErrorCode.INVALID_REQUEST
+        result.error_message = f"cannot describe resource type {resource.resource_type} {resource.resource_name!r}"
+        return result
+    wanted = None if resource.configuration_keys is None else set(resource.configuration_keys)
+    result.configs = [
+        ConfigEntry(name=key, value=value, read_only=source != DYNAMIC_TOPIC_CONFIG,
+                    is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=False, synonyms=[], documentation=None)
+        for key, value, source in entries
+        if wanted is None or key in wanted
+    ]
+    return result

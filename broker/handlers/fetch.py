@@ -1,0 +1,146 @@
+"""Fetch · v4-16 · record batches for consumers and follower replicas, served from segment files.
+
+Behaviour: per partition, the KIP-320 check of current_leader_epoch (-1 skips; lower FENCED_LEADER_EPOCH,
+higher UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER off the leader; OFFSET_OUT_OF_RANGE outside
+[log start, log end]. Consumers read up to the high watermark (read_committed: up to the last stable offset,
+which is the high watermark here: no transactions), followers (replica id >= 0) up to the log end, which
+also records the follower's log end for the high watermark. Records go out as file ranges (sendfile), never
+decoded. Sizes: partition_max_bytes per partition and max_bytes for the response, except that the first batch
+of the first partition with data is always whole (KIP-74). Long poll: until min_bytes are there or
+max_wait_ms passes, woken by appends through the partitions' futures; any partition error answers at once.
+Version notes: v12+ last_fetched_epoch -> diverging_epoch: if our end offset for that epoch is below the fetch
+offset, or our largest epoch at or below it is lower, the answer is DivergingEpoch(epoch, end_offset) and no
+records (KIP-320). v12+ leader errors carry current_leader, v16 the leader's endpoint (KIP-951). v13+ topics
+are named by id (UNKNOWN_TOPIC_ID).
+Fetch sessions: the broker never creates one (it answers session_id 0, as Kafka does when its session cache
+is full), so clients stay on full, sessionless fetches; a request naming a session gets
+FETCH_SESSION_ID_NOT_FOUND, a non-initial epoch without one INVALID_FETCH_SESSION_EPOCH.
+Skipped: preferred read replicas (KIP-392), aborted transactions, rack awareness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from broker.dispatch import RequestContext, handles
+from broker.partition import Partition
+from protocol.errors import ErrorCode, OffsetOutOfRange
+from protocol.messages import fetch
+
+Response = fetch.RESPONSE.cls
+TopicResponse = fetch.RESPONSE.FetchableTopicResponse
+PartitionData = fetch.RESPONSE.PartitionData
+EpochEndOffset = fetch.RESPONSE.EpochEndOffset
+LeaderIdAndEpoch = fetch.RESPONSE.LeaderIdAndEpoch
+NodeEndpoint = fetch.RESPONSE.NodeEndpoint
+
+READ_COMMITTED = 1
+_LEADER_HINT_ERRORS = frozenset(
+    {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH}
+)
+
+
+@handles(fetch.API, "4-16")
+async def handle(context: RequestContext, request: Any) -> Any:
+    if request.session_id != 0:
+        return Response(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=request.session_id)
+    if request.session_epoch not in (0, -1):
+        return Response(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+    version = context.api_version
+    broker = context.broker
+    replicas = broker.replica_manager
+    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    by_id = version >= 13
+    # (request partition, response partition, local Partition or None)
+    entries: list[tuple[Any, Any, Partition | None]] = []
+    topics = []
+    for topic in request.topics:
+        name = topic.topic
+        unknown_id = False
+        if by_id:
+            state = broker.metadata.topics_by_id.get(topic.topic_id)
+            unknown_id = state is None
+            name = "" if state is None else state.name
+        response_topic = TopicResponse(topic=name, topic_id=topic.topic_id, partitions=[])
+        topics.append(response_topic)
+        for wanted in topic.partitions:
+            partition = replicas.get_by_id(topic.topic_id, wanted.partition) if by_id else replicas.get(
+                name, wanted.partition)
+            response = PartitionData(partition_index=wanted.partition, records=b"",
+                                     aborted_transactions=[] if request.isolation_level == READ_COMMITTED else None)
+            if partition is None:
+                response.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if unknown_id
+                                       else replicas.lookup_error(name, wanted.partition))
+            response_topic.partitions.append(response)
+            entries.append((wanted, response, partition))
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
+    while True:
+        total, failed = _read_all(entries, request.max_bytes, replica_id)
+        remaining = deadline - loop.time()
+        if total >= request.min_bytes or failed or remaining <= 0 or replicas.stopping:
+            break
+        await _wait_for_data([p for _, _, p in entries if p is not None], remaining)
+    return Response(responses=topics, node_endpoints=_leader_endpoints(broker, entries) if version >= 16 else [])
+
+
+def _read_all(entries: list, response_max_bytes: int, replica_id: int) -> tuple[int, bool]:
+    """Fill every partition response; returns (record bytes, whether any partition has an error)."""
+    total = 0
+    failed = False
+    for wanted, response, partition in entries:
+        if partition is not None:
+            _read_partition(wanted, response, partition, max(response_max_bytes - total, 0), total == 0,
+                            replica_id)
+        total += len(response.records)
+        failed = failed or response.error_code != ErrorCode.NONE
+    return total, failed
+
+
+def _read_partition(wanted: Any, response: Any, partition: Partition, budget: int, first_with_data: bool,
+                    replica_id: int) -> None:
+    error = partition.leader_error(wanted.current_leader_epoch)
+    if error != ErrorCode.NONE:
+        response.error_code = error
+        if error in _LEADER_HINT_ERRORS:
+            response.current_leader = LeaderIdAndEpoch(leader_id=partition.leader_id,
+                                                       leader_epoch=partition.leader_epoch)
+        return
+    log = partition.log
+    if replica_id >= 0:
+        partition.follower_end_offsets[replica_id] = wanted.fetch_offset
+        partition.maybe_advance_high_watermark()
+    high_watermark = log.high_watermark
+    response.high_watermark = response.last_stable_offset = high_watermark
+    response.log_start_offset = log.log_start_offset
+    if wanted.last_fetched_epoch >= 0:
+        epoch, end_offset = log.end_offset_for_epoch(wanted.last_fetched_epoch)
+        if end_offset < wanted.fetch_offset or epoch < wanted.last_fetched_epoch:
+            # The fetcher's log diverged from ours: tell it where our history of that epoch ends.
+            response.diverging_epoch = EpochEndOffset(epoch=epoch, end_offset=end_offset)
+            return
+    upper_bound = log.log_end_offset if replica_id >= 0 else high_watermark
+    try:
+        response.records = partition.read(wanted.fetch_offset, min(wanted.partition_max_bytes, budget),
+                                          upper_bound, first_with_data)
+    except OffsetOutOfRange:
+        response.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+async def _wait_for_data(partitions: list[Partition], timeout_s: float) -> None:
+    future = asyncio.get_running_loop().create_future()
+    for partition in partitions:
+        partition.add_waiter(future)
+    try:
+        await asyncio.wait((future,), timeout=timeout_s)
+    finally:
+        for partition in partitions:
+            partition.remove_waiter(future)
+
+
+def _leader_endpoints(broker: Any, entries: list) -> list:
+    leaders = {p.leader_id for _, response, p in entries if p is not None and response.current_leader.leader_id >= 0}
+    return [NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for node_id, b in broker.metadata.brokers.items() if node_id in leaders]

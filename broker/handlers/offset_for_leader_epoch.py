@@ -1,0 +1,41 @@
+"""OffsetForLeaderEpoch · v0-4 · where a leader epoch ends in this leader's log (KIP-101, KIP-320).
+
+Behaviour: on the leader, after the KIP-320 check of current_leader_epoch (v2+: -1 skips, lower
+FENCED_LEADER_EPOCH, higher UNKNOWN_LEADER_EPOCH), the epoch cache's `end_offset_for`: the current epoch ends
+at the log end offset; an older one at the start of the next higher epoch, answered with the largest known
+epoch at or below the requested one (v1+); an unknown or newer epoch gets -1/-1. librdkafka (v2) and
+kafka-python (v2-4) use it to validate their position after a leader change.
+Version notes: v3+ carries replica_id (followers, issue 6); consumers send -1 and are answered the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext, handles
+from protocol.errors import ErrorCode
+from protocol.messages import offset_for_leader_epoch
+
+Response = offset_for_leader_epoch.RESPONSE.cls
+TopicResult = offset_for_leader_epoch.RESPONSE.OffsetForLeaderTopicResult
+EpochEndOffset = offset_for_leader_epoch.RESPONSE.EpochEndOffset
+
+
+@handles(offset_for_leader_epoch.API, "0-4")
+def handle(context: RequestContext, request: Any) -> Any:
+    replicas = context.broker.replica_manager
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for wanted in topic.partitions:
+            answer = EpochEndOffset(partition=wanted.partition, leader_epoch=-1, end_offset=-1)
+            partition = replicas.get(topic.topic, wanted.partition)
+            if partition is None:
+                answer.error_code = replicas.lookup_error(topic.topic, wanted.partition)
+            else:
+                answer.error_code = partition.leader_error(wanted.current_leader_epoch)
+                if answer.error_code == ErrorCode.NONE:
+                    answer.leader_epoch, answer.end_offset = partition.log.end_offset_for_epoch(wanted.leader_epoch)
+            partitions.append(answer)
+        topics.append(TopicResult(topic=topic.topic, partitions=partitions))
+    return Response(topics=topics)

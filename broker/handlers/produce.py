@@ -1,0 +1,85 @@
+"""Produce · v3-10 · append record batches as leader.
+
+Behaviour: acks 0 (no response), 1 (after the local append) or -1 (after the high watermark passes the
+batch: the delayed-produce purgatory, immediate on one broker); any other acks value answers
+INVALID_REQUIRED_ACKS for every partition and appends nothing. Each partition's batches are validated
+(framing, magic 2 -> else UNSUPPORTED_FOR_MESSAGE_FORMAT, CRC32C -> CORRUPT_MESSAGE, max.message.bytes ->
+MESSAGE_TOO_LARGE), the idempotent producer's sequence checked (a duplicate is answered with the original
+offset; OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH), then offsets and the leader epoch are stamped
+into the request's own bytes and written. LogAppendTime topics answer the append time.
+Version notes: KIP-359 (project extension): the tagged PartitionProduceData.current_leader_epoch (tag 10000,
+v9+) is checked like Fetch's when >= 0: lower -> FENCED_LEADER_EPOCH, higher -> UNKNOWN_LEADER_EPOCH, and
+nothing is appended. v10 answers NOT_LEADER_OR_FOLLOWER and the epoch errors with the current leader and
+its endpoint (KIP-951).
+Skipped: transactions (transactional_id is not honoured), per-record errors (record_errors stays empty).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext, handles
+from broker.replica_manager import AppendResult
+from protocol.errors import ErrorCode
+from protocol.messages import produce
+
+Response = produce.RESPONSE.cls
+TopicResponse = produce.RESPONSE.TopicProduceResponse
+PartitionResponse = produce.RESPONSE.PartitionProduceResponse
+LeaderIdAndEpoch = produce.RESPONSE.LeaderIdAndEpoch
+NodeEndpoint = produce.RESPONSE.NodeEndpoint
+_LEADER_HINT_ERRORS = frozenset(
+    {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH}
+)
+
+
+@handles(produce.API, "3-10")
+async def handle(context: RequestContext, request: Any) -> Any:
+    replicas = context.broker.replica_manager
+    acks = request.acks
+    results: list[tuple[str, list[tuple[int, Any, AppendResult]]]] = []
+    for topic in request.topic_data:
+        partition_results = []
+        for data in topic.partition_data:
+            partition = replicas.get(topic.name, data.index)
+            if acks not in (0, 1, -1):
+                result = AppendResult(ErrorCode.INVALID_REQUIRED_ACKS)
+            elif partition is None:
+                result = AppendResult(replicas.lookup_error(topic.name, data.index))
+            elif data.records is None:
+                result = AppendResult(ErrorCode.CORRUPT_MESSAGE, message="null records")
+            else:
+                result = replicas.append(partition, data.records, data.current_leader_epoch)
+            partition_results.append((data.index, partition, result))
+        results.append((topic.name, partition_results))
+    if acks == 0:
+        return None
+    if acks == -1:
+        timeout_s = max(request.timeout_ms, 0) / 1000
+        for _, partition_results in results:
+            for _, partition, result in partition_results:
+                if result.error == ErrorCode.NONE and not await partition.wait_for_high_watermark(
+                        result.last_offset, timeout_s):
+                    result.error = ErrorCode.REQUEST_TIMED_OUT
+    return _response(context, results)
+
+
+def _response(context: RequestContext, results: list) -> Any:
+    leaders: set[int] = set()
+    topics = []
+    for name, partition_results in results:
+        partitions = []
+        for index, partition, result in partition_results:
+            response = PartitionResponse(index=index, error_code=result.error, base_offset=result.base_offset,
+                                         log_append_time_ms=result.log_append_time,
+                                         log_start_offset=result.log_start_offset, error_message=result.message)
+            if result.error in _LEADER_HINT_ERRORS and partition is not None:
+                response.current_leader = LeaderIdAndEpoch(leader_id=partition.leader_id,
+                                                           leader_epoch=partition.leader_epoch)
+                leaders.add(partition.leader_id)
+            partitions.append(response)
+        topics.append(TopicResponse(name=name, partition_responses=partitions))
+    brokers = context.broker.metadata.brokers
+    endpoints = [NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+                 for node_id, b in brokers.items() if node_id in leaders]
+    return Response(responses=topics, node_endpoints=endpoints)

@@ -1,0 +1,95 @@
+"""The broker's view of cluster metadata, built by applying the controller's records in order.
+
+The controller keeps one of these as its own state, and every broker keeps one to answer Metadata,
+DescribeCluster and leader lookups: one `apply` for both, so they cannot disagree on what a record means.
+
+Rules:
+- Records arrive in log order; applying is deterministic and never fails for a record the controller wrote.
+- Leader and partition epochs only move forward (KIP-232): a change with a lower epoch is ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from broker.controller.records import (
+    ClusterRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicConfigRecord,
+    TopicRecord,
+)
+
+
+@dataclass(slots=True)
+class PartitionState:
+    topic_id: bytes
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+
+
+@dataclass(slots=True)
+class TopicState:
+    name: str
+    topic_id: bytes
+    configs: dict[str, str]
+    partitions: dict[int, PartitionState] = field(default_factory=dict)
+
+
+class MetadataCache:
+    def __init__(self) -> None:
+        self.cluster_id: str | None = None
+        self.controller_id = -1
+        self.brokers: dict[int, RegisterBrokerRecord] = {}
+        self.topics_by_name: dict[str, TopicState] = {}
+        self.topics_by_id: dict[bytes, TopicState] = {}
+        self.next_producer_id = 0
+
+    def apply(self, record: object) -> None:
+        match record:
+            case PartitionChangeRecord():
+                state = self.topics_by_id[record.topic_id].partitions[record.partition]
+                if record.leader_epoch < state.leader_epoch or record.partition_epoch < state.partition_epoch:
+                    return
+                state.leader = record.leader
+                state.leader_epoch = record.leader_epoch
+                state.partition_epoch = record.partition_epoch
+                state.isr = record.isr
+            case PartitionRecord():
+                self.topics_by_id[record.topic_id].partitions[record.partition] = PartitionState(
+                    record.topic_id,
+                    record.partition,
+                    record.replicas,
+                    record.isr,
+                    record.leader,
+                    record.leader_epoch,
+                    record.partition_epoch,
+                )
+            case TopicRecord():
+                topic = TopicState(record.name, record.topic_id, dict(record.configs))
+                self.topics_by_name[record.name] = topic
+                self.topics_by_id[record.topic_id] = topic
+            case RemoveTopicRecord():
+                topic = self.topics_by_id.pop(record.topic_id)
+                del self.topics_by_name[topic.name]
+            case TopicConfigRecord():
+                self.topics_by_id[record.topic_id].configs = dict(record.configs)
+            case RegisterBrokerRecord():
+                self.brokers[record.node_id] = record
+            case ProducerIdsRecord():
+                self.next_producer_id = max(self.next_producer_id, record.next_producer_id)
+            case ClusterRecord():
+                self.cluster_id = record.cluster_id
+            case _:
+                raise TypeError(f"unknown metadata record {record!r}")
+
+    def partition(self, topic: str, index: int) -> PartitionState | None:
+        state = self.topics_by_name.get(topic)
+        return None if state is None else state.partitions.get(index)
