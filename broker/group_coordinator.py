@@ -1,0 +1,853 @@
+"""The classic consumer group coordinator: membership, rebalances and committed offsets (KIP-320, KIP-232).
+
+Rules:
+- A group lives on the broker that leads its `__consumer_offsets` partition, `abs(java hashCode(group_id)) %
+  offsets.topic.num.partitions` as Kafka computes it; `owned` holds the partitions led and loaded here.
+- All state is owned by the event loop and mutated between awaits. JoinGroup and SyncGroup park a future on
+  the member until the phase completes; every deadline is a loop timer (session expiry per member, the join
+  phase per group, the initial rebalance delay), never a polling loop.
+- A join phase completes as soon as every known member has rejoined and no MEMBER_ID_REQUIRED member is
+  outstanding, else at the rebalance timeout, which removes the dynamic members that did not rejoin. Only
+  the first join phase of an empty group waits `group.initial.rebalance.delay.ms` (extended while new
+  members keep arriving, up to the rebalance timeout), as Kafka does, so a group forms in one generation.
+- A member parked in JoinGroup or SyncGroup is kept alive; its session timer restarts with the answer.
+- Durability: every commit, group metadata change and deletion is appended to the group's `__consumer_offsets`
+  partition (formats in `broker/groups/records.py`) and replicated before it is answered; `start()` replays the
+  partitions, so offsets and groups survive a restart. Commits apply in memory after their append; deletions
+  apply first (DeleteGroups marks the group Dead while its tombstones are written, so nobody joins it).
+  Writes that no request waits for (a group turned empty, a deleted topic, expiry) run as tracked tasks.
+- KIP-232, by deleting a topic's offsets when the topic is deleted: each offset remembers the id of its topic
+  (from the metadata when committed or loaded); a RemoveTopicRecord tombstones every offset with that id, and
+  loading drops (with tombstones) offsets whose topic no longer exists. A re-created topic (new id, no
+  offsets) therefore never resurrects old positions, across restarts too.
+- Offsets expire per `offsets.retention.minutes` (KIP-211): in an empty group, that long after the group
+  became empty; in a simple group (commits only), after the commit; in a consumer group, for topics no
+  member subscribes to. A group left with neither members nor offsets is removed with a tombstone.
+- No transactions here, so no offset is ever pending: `require_stable` never meets UNSTABLE_OFFSET_COMMIT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Coroutine, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.controller.records import RemoveTopicRecord
+from broker.groups import records
+from broker.groups.group import CommittedOffset, Group, GroupState, Member
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import build_batch
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
+# Kafka's defaults for settings this broker does not expose.
+MIN_SESSION_TIMEOUT_MS = 6_000  # group.min.session.timeout.ms
+MAX_SESSION_TIMEOUT_MS = 1_800_000  # group.max.session.timeout.ms
+OFFSET_METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes
+RETENTION_CHECK_INTERVAL_S = 600.0  # offsets.retention.check.interval.ms
+
+NO_OFFSET = -1
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode: over UTF-16 code units, wrapping at 32 bits."""
+    h = 0
+    encoded = text.encode("utf-16-be")
+    for i in range(0, len(encoded), 2):
+        h = (31 * h + (encoded[i] << 8 | encoded[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(group_id: str, partitions: int) -> int:
+    """Kafka's `Utils.abs(groupId.hashCode) % groupMetadataTopicPartitionCount` (Utils.abs(MIN_VALUE) = 0)."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class JoinResult:
+    error: ErrorCode
+    member_id: str
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    # (member_id, group_instance_id, metadata), only for the leader.
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    error: ErrorCode
+    assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    error: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetToCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+class GroupCoordinator:
+    def __init__(self, broker: Any) -> None:  # broker.app.Broker: typed loosely to avoid an import cycle
+        self.broker = broker
+        config = broker.config
+        self.num_partitions: int = config.offsets_topic_num_partitions
+        self.initial_delay_ms: int = config.group_initial_rebalance_delay_ms
+        self.retention_ms: int = config.offsets_retention_minutes * 60_000
+        self.groups: dict[str, Group] = {}
+        self.owned: set[int] = set()
+        self._retention_timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Create `__consumer_offsets` if needed and load every partition this broker leads."""
+        await self.broker.replica_manager.ensure_internal_topic(
+            OFFSETS_TOPIC, self.num_partitions, OFFSETS_TOPIC_CONFIGS
+        )
+        for partition in range(self.num_partitions):
+            if self._leads(partition):
+                self.load(partition)
+        self.broker.controller.subscribers.append(self._on_metadata)
+        self._schedule_retention_check()
+
+    async def stop(self) -> None:
+        if self._retention_timer is not None:
+            self._retention_timer.cancel()
+        for partition in list(self.owned):
+            self.unload(partition)
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def load(self, partition: int) -> None:
+        """Replay one `__consumer_offsets` partition into groups (later records win, tombstones delete)."""
+        metadata: dict[str, Any] = {}
+        offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        count = 0
+        for _, key_bytes, value_bytes in self.broker.replica_manager.read_internal(OFFSETS_TOPIC, partition, 0):
+            count += 1
+            key = records.decode_key(key_bytes)
+            if isinstance(key, records.GroupKey):
+                metadata[key.group] = None if value_bytes is None else records.decode_group_value(value_bytes)
+                continue
+            group_offsets = offsets.setdefault(key.group, {})
+            if value_bytes is None:
+                group_offsets.pop((key.topic, key.partition), None)
+            else:
+                v = records.decode_offset_value(value_bytes)
+                group_offsets[(key.topic, key.partition)] = CommittedOffset(
+                    v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, self._topic_id(key.topic)
+                )
+        for group_id in metadata.keys() | offsets.keys():
+            value = metadata.get(group_id)
+            group_offsets = offsets.get(group_id, {})
+            if value is None and not group_offsets:
+                continue
+            group = Group(group_id, partition, offsets=group_offsets)
+            if value is not None:
+                self._restore(group, value)
+            self.groups[group_id] = group
+            # Offsets of a topic that is gone (its deletion's tombstones were lost in a crash).
+            self._spawn(self._delete_offsets(group, [k for k, c in group_offsets.items() if c.topic_id is None]))
+        self.owned.add(partition)
+        log.info("loaded __consumer_offsets-%d: %d records, %d groups", partition, count,
+                 sum(1 for g in self.groups.values() if g.partition == partition))
+
+    def _restore(self, group: Group, value: Any) -> None:
+        """A group as its last metadata record left it: Stable with its members (who keep heartbeating
+        their generation after a coordinator restart), or Empty."""
+        group.generation_id = value.generation
+        group.protocol_type = value.protocol_type or None
+        group.protocol_name = value.protocol
+        group.state_timestamp = value.current_state_timestamp
+        for m in value.members:
+            member = Member(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout,
+                m.session_timeout, group.protocol_type or "", [(group.protocol_name or "", bytes(m.subscription))],
+                bytes(m.assignment),
+            )
+            group.add(member)
+            self._arm_session(group, member)
+        group.leader_id = value.leader if value.leader in group.members else group.leader_id
+        group.new_member_joined = False
+        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+
+    def unload(self, partition: int) -> None:
+        """Stop coordinating the groups of a partition (shutdown, or leadership moved away)."""
+        self.owned.discard(partition)
+        for group in [g for g in self.groups.values() if g.partition == partition]:
+            if group.join_timer is not None:
+                group.join_timer.cancel()
+            for timer in group.pending_members.values():
+                timer.cancel()
+            for member in group.members.values():
+                self._cancel_session(member)
+                _resolve(member.join_waiter, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+                _resolve(member.sync_waiter, SyncResult(ErrorCode.NOT_COORDINATOR))
+            del self.groups[group.group_id]
+
+    # -- broker seams ---------------------------------------------------------------------------------------
+
+    def _leads(self, partition: int) -> bool:
+        state = self.broker.metadata.partition(OFFSETS_TOPIC, partition)
+        return state is not None and state.leader == self.broker.node_id
+
+    def _topic_id(self, topic: str) -> bytes | None:
+        state = self.broker.metadata.topics_by_name.get(topic)
+        return None if state is None else state.topic_id
+
+    def _on_metadata(self, metadata_records: list[Any]) -> None:
+        """A deleted topic takes its committed offsets with it (KIP-232)."""
+        deleted = {r.topic_id for r in metadata_records if isinstance(r, RemoveTopicRecord)}
+        if deleted:
+            for group in list(self.groups.values()):
+                self._spawn(self._delete_offsets(group, [k for k, c in group.offsets.items() if c.topic_id in deleted]))
+
+    def coordinator_error(self, group_id: str) -> ErrorCode:
+        # Loading is synchronous, so there is no COORDINATOR_LOAD_IN_PROGRESS window to report.
+        owned = partition_for(group_id, self.num_partitions) in self.owned
+        return ErrorCode.NONE if owned else ErrorCode.NOT_COORDINATOR
+
+    def find_coordinator(self, group_id: str) -> tuple[ErrorCode, int, str, int]:
+        """(error, node id, host, port) of the leader of the group's `__consumer_offsets` partition."""
+        state = self.broker.metadata.partition(OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
+        if state is None or state.leader < 0:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        if state.leader == self.broker.node_id:
+            endpoint = self.broker.advertised
+            return ErrorCode.NONE, self.broker.node_id, endpoint.host, endpoint.port
+        registration = self.broker.metadata.brokers.get(state.leader)
+        if registration is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        return ErrorCode.NONE, state.leader, registration.host, registration.port
+
+    async def _append(self, partition: int, entries: list[tuple[bytes, bytes | None]]) -> None:
+        """Append records (key, value or None for a tombstone) atomically, in one batch, and wait until they are
+        replicated; raises KafkaError. Appends start in call order, so later records win on replay."""
+        timestamp = now_ms()
+        batch = build_batch([(key, value, (), timestamp) for key, value in entries])
+        await self.broker.replica_manager.append_internal(OFFSETS_TOPIC, partition, batch)
+
+    def _spawn(self, write: Coroutine[Any, Any, None]) -> None:
+        """Run a write that no request waits for; `stop()` waits for it."""
+        task = asyncio.get_running_loop().create_task(write)
+        self._tasks.add(task)
+        task.add_done_callback(self._write_done)
+
+    def _write_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("__consumer_offsets write failed: %s", task.exception())
+
+    async def _store_group(self, group: Group) -> None:
+        """Write the group's metadata record (Kafka's GroupMetadataValue v3)."""
+        cls = records.GROUP_METADATA_VALUE
+        value = cls.cls(
+            protocol_type=group.protocol_type or "",
+            generation=group.generation_id,
+            protocol=group.protocol_name,
+            leader=group.leader_id if group.members else None,
+            current_state_timestamp=group.state_timestamp,
+            members=[
+                cls.MemberMetadata(
+                    member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                    client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
+                    session_timeout=m.session_timeout_ms, subscription=m.metadata(group.protocol_name),
+                    assignment=m.assignment,
+                )
+                for m in group.members.values()
+            ],
+        )
+        await self._append(group.partition, [(records.group_key(group.group_id), records.group_value(value))])
+
+    # -- JoinGroup ------------------------------------------------------------------------------------------
+
+    async def join_group(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        client_id: str,
+        client_host: str,
+        require_known_member_id: bool,
+    ) -> JoinResult:
+        error = self.coordinator_error(group_id)
+        if error is ErrorCode.NONE and not group_id:
+            error = ErrorCode.INVALID_GROUP_ID
+        if error is ErrorCode.NONE and not MIN_SESSION_TIMEOUT_MS <= session_timeout_ms <= MAX_SESSION_TIMEOUT_MS:
+            error = ErrorCode.INVALID_SESSION_TIMEOUT
+        group = self.groups.get(group_id)
+        if error is ErrorCode.NONE and group is None:
+            if member_id:  # a member id from a group that no longer exists here
+                error = ErrorCode.UNKNOWN_MEMBER_ID
+            else:
+                group = self.groups[group_id] = Group(group_id, partition_for(group_id, self.num_partitions),
+                                                      state_timestamp=now_ms())
+        if error is not ErrorCode.NONE:
+            return JoinResult(error, member_id)
+        assert group is not None
+        if group.state is GroupState.DEAD:
+            # Deleted while this request was on its way: the client rediscovers the coordinator.
+            return JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id)
+        if rebalance_timeout_ms < 0:  # JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout
+            rebalance_timeout_ms = session_timeout_ms
+        if not group.supports(protocol_type, protocols):
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
+        member = Member("", group_instance_id, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
+                        protocol_type, protocols)
+        if member_id:
+            outcome = self._join_known(group, member_id, member)
+        else:
+            outcome = self._join_new(group, member, require_known_member_id)
+        return await outcome if isinstance(outcome, asyncio.Future) else outcome
+
+    def _join_new(self, group: Group, joining: Member, require_known_member_id: bool) -> JoinResult | asyncio.Future:
+        joining.member_id = f"{joining.group_instance_id or joining.client_id}-{uuid.uuid4()}"
+        if joining.group_instance_id is not None:
+            # Static members skip the MEMBER_ID_REQUIRED round trip (KIP-345).
+            old_id = group.static_members.get(joining.group_instance_id)
+            if old_id is not None:
+                return self._replace_static(group, group.members[old_id], joining)
+        elif require_known_member_id:
+            # KIP-394 (v4+ only: older clients cannot handle it): hand out the id, count it as joining.
+            timer = asyncio.get_running_loop().call_later(
+                joining.session_timeout_ms / 1000, self._expire_pending, group, joining.member_id
+            )
+            group.pending_members[joining.member_id] = timer
+            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, joining.member_id)
+        return self._add_and_rebalance(group, joining)
+
+    def _join_known(self, group: Group, member_id: str, joining: Member) -> JoinResult | asyncio.Future:
+        joining.member_id = member_id
+        pending = group.pending_members.pop(member_id, None)
+        if pending is not None:
+            pending.cancel()
+            return self._add_and_rebalance(group, joining)
+        if group.is_fenced(member_id, joining.group_instance_id):
+            return JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id)
+        member = group.members.get(member_id)
+        if member is None or group.state in (GroupState.EMPTY, GroupState.DEAD):
+            return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
+        unchanged = member.same_protocols(joining.protocols)
+        if group.state is GroupState.COMPLETING_REBALANCE and unchanged:
+            # A retried JoinGroup of this generation (its answer was lost): answer it again.
+            return self._join_result(group, member)
+        if group.state is GroupState.STABLE and unchanged and member_id != group.leader_id:
+            # A follower rejoining with nothing new: no rebalance (the leader's rejoin does trigger one).
+            return self._join_result(group, member)
+        waiter = self._park_join(group, member)
+        member.protocols = joining.protocols
+        member.session_timeout_ms = joining.session_timeout_ms
+        member.rebalance_timeout_ms = joining.rebalance_timeout_ms
+        member.client_id, member.client_host = joining.client_id, joining.client_host
+        if group.state is GroupState.PREPARING_REBALANCE:
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group)
+        return waiter
+
+    def _replace_static(self, group: Group, old: Member, joining: Member) -> JoinResult | asyncio.Future:
+        """A static member came back under a new member id: the old id is fenced, the place is kept."""
+        old_id = old.member_id
+        self._cancel_session(old)
+        _resolve(old.join_waiter, JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
+        _resolve(old.sync_waiter, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+        old.join_waiter = old.sync_waiter = None
+        member = group.replace_static(old, joining.member_id)
+        unchanged = member.same_protocols(joining.protocols)
+        member.protocols = joining.protocols
+        member.session_timeout_ms = joining.session_timeout_ms
+        member.rebalance_timeout_ms = joining.rebalance_timeout_ms
+        if group.state is GroupState.STABLE and unchanged and member.member_id != group.leader_id:
+            # KIP-345: a restarted static follower gets its old assignment back without a rebalance.
+            self._arm_session(group, member)
+            return self._join_result(group, member)
+        waiter = self._park_join(group, member)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group)
+        return waiter
+
+    def _add_and_rebalance(self, group: Group, member: Member) -> asyncio.Future:
+        group.add(member)
+        waiter = self._park_join(group, member)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group)
+        return waiter
+
+    def _park_join(self, group: Group, member: Member) -> asyncio.Future:
+        # A member that sends JoinGroup again while parked: its previous request is answered, the new one waits.
+        _resolve(member.join_waiter, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+        member.join_waiter = asyncio.get_running_loop().create_future()
+        self._cancel_session(member)
+        return member.join_waiter
+
+    def _prepare_rebalance(self, group: Group) -> None:
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            # The assignment being synced is void: parked SyncGroups are told to rejoin.
+            for member in group.members.values():
+                member.assignment = b""
+                _resolve(member.sync_waiter, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+                member.sync_waiter = None
+                self._arm_session(group, member)
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+        loop = asyncio.get_running_loop()
+        # No members left (the last one left a Stable group): the phase completes at once, to Empty.
+        rebalance_timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        initial = group.state is GroupState.EMPTY and self.initial_delay_ms > 0
+        group.transition(GroupState.PREPARING_REBALANCE, now_ms())
+        if initial:
+            delay = min(self.initial_delay_ms, rebalance_timeout_ms)
+            group.initial_delay_remaining_ms = max(rebalance_timeout_ms - self.initial_delay_ms, 0)
+            group.new_member_joined = False
+            group.join_timer = loop.call_later(delay / 1000, self._initial_delay_elapsed, group)
+        else:
+            group.join_timer = loop.call_later(rebalance_timeout_ms / 1000, self._complete_join, group)
+            self._maybe_complete_join(group)
+
+    def _initial_delay_elapsed(self, group: Group) -> None:
+        remaining = group.initial_delay_remaining_ms or 0
+        if group.new_member_joined and remaining > 0:
+            delay = min(self.initial_delay_ms, remaining)
+            group.initial_delay_remaining_ms = remaining - delay
+            group.new_member_joined = False
+            group.join_timer = asyncio.get_running_loop().call_later(delay / 1000, self._initial_delay_elapsed, group)
+            return
+        self._complete_join(group)
+
+    def _maybe_complete_join(self, group: Group) -> None:
+        if (group.state is GroupState.PREPARING_REBALANCE and group.initial_delay_remaining_ms is None
+                and group.all_joined()):
+            self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        if group.state is not GroupState.PREPARING_REBALANCE:
+            return
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+            group.join_timer = None
+        group.initial_delay_remaining_ms = None
+        for member in [m for m in group.members.values() if m.join_waiter is None]:
+            # Did not rejoin within the rebalance timeout. Static members keep their place (KIP-345).
+            if member.group_instance_id is None:
+                self._cancel_session(member)
+                group.remove(member.member_id)
+        group.generation_id += 1
+        if not group.members:
+            group.protocol_name = None
+            group.transition(GroupState.EMPTY, now_ms())
+            self._spawn(self._store_group(group))
+            log.info("group %s is empty at generation %d", group.group_id, group.generation_id)
+            return
+        group.protocol_name = group.select_protocol()
+        leader = group.members.get(group.leader_id or "")
+        if leader is None or leader.join_waiter is None:
+            group.leader_id = next(m.member_id for m in group.members.values() if m.join_waiter is not None)
+        group.transition(GroupState.COMPLETING_REBALANCE, now_ms())
+        log.info("group %s generation %d: %d members, protocol %s, leader %s", group.group_id,
+                 group.generation_id, len(group.members), group.protocol_name, group.leader_id)
+        for member in group.members.values():
+            if member.join_waiter is not None:
+                _resolve(member.join_waiter, self._join_result(group, member))
+                member.join_waiter = None
+            self._arm_session(group, member)
+
+    def _join_result(self, group: Group, member: Member) -> JoinResult:
+        members = []
+        if member.member_id == group.leader_id:
+            members = [(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+                       for m in group.members.values()]
+        return JoinResult(ErrorCode.NONE, member.member_id, group.generation_id, group.protocol_type,
+                          group.protocol_name, group.leader_id or "", members)
+
+    # -- SyncGroup ------------------------------------------------------------------------------------------
+
+    async def sync_group(
+        self,
+        *,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> SyncResult:
+        group, member, error = self._member_of(group_id, member_id, group_instance_id, generation_id)
+        if error is ErrorCode.NONE and (
+            (protocol_type is not None and protocol_type != group.protocol_type)
+            or (protocol_name is not None and protocol_name != group.protocol_name)
+        ):
+            error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL  # SyncGroup v5 names what the member expects
+        if error is not ErrorCode.NONE:
+            return SyncResult(error)
+        assert group is not None and member is not None
+        if group.state is GroupState.PREPARING_REBALANCE:
+            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
+        if group.state is GroupState.STABLE:
+            self._arm_session(group, member)
+            return self._sync_result(group, member)
+        # CompletingRebalance: wait for the leader's assignment.
+        _resolve(member.sync_waiter, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        waiter = member.sync_waiter = asyncio.get_running_loop().create_future()
+        self._cancel_session(member)
+        if member_id == group.leader_id:
+            for m in group.members.values():
+                m.assignment = assignments.get(m.member_id, b"")
+            generation = group.generation_id
+            try:
+                await self._store_group(group)
+            except KafkaError as exc:  # the members must rejoin, as in Kafka
+                log.warning("storing group %s failed: %s", group_id, exc)
+                if group.state is GroupState.COMPLETING_REBALANCE and group.generation_id == generation:
+                    self._prepare_rebalance(group)
+                return await waiter
+            if group.state is not GroupState.COMPLETING_REBALANCE or group.generation_id != generation:
+                return await waiter  # a rebalance started meanwhile and answered the parked members
+            group.transition(GroupState.STABLE, now_ms())
+            for m in group.members.values():
+                if m.sync_waiter is not None:
+                    _resolve(m.sync_waiter, self._sync_result(group, m))
+                    m.sync_waiter = None
+                self._arm_session(group, m)
+        return await waiter
+
+    @staticmethod
+    def _sync_result(group: Group, member: Member) -> SyncResult:
+        return SyncResult(ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name)
+
+    def _member_of(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> tuple[Group | None, Member | None, ErrorCode]:
+        """The checks Heartbeat and SyncGroup share, in Kafka's order."""
+        error = self.coordinator_error(group_id)
+        if error is not ErrorCode.NONE:
+            return None, None, error
+        group = self.groups.get(group_id)
+        if group is None:
+            return None, None, ErrorCode.UNKNOWN_MEMBER_ID
+        if group.state is GroupState.DEAD:
+            return group, None, ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.is_fenced(member_id, group_instance_id):
+            return group, None, ErrorCode.FENCED_INSTANCE_ID
+        member = group.members.get(member_id)
+        if member is None or group.state is GroupState.EMPTY:
+            return group, None, ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return group, member, ErrorCode.ILLEGAL_GENERATION
+        return group, member, ErrorCode.NONE
+
+    # -- Heartbeat, LeaveGroup, session expiry --------------------------------------------------------------
+
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> ErrorCode:
+        group, member, error = self._member_of(group_id, member_id, group_instance_id, generation_id)
+        if error is not ErrorCode.NONE:
+            return error
+        assert group is not None and member is not None
+        self._arm_session(group, member)
+        # During a join phase the heartbeat answer is how a member learns it must rejoin.
+        return ErrorCode.REBALANCE_IN_PROGRESS if group.state is GroupState.PREPARING_REBALANCE else ErrorCode.NONE
+
+    def leave_group(
+        self, group_id: str, leaving: list[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+        """(group error, per member (member_id, group_instance_id, error)) for LeaveGroup."""
+        error = self.coordinator_error(group_id)
+        if error is not ErrorCode.NONE:
+            return error, [(m, i, error) for m, i in leaving]
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in leaving]
+        if group.state is GroupState.DEAD:
+            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return error, [(m, i, error) for m, i in leaving]
+        results = []
+        for member_id, instance_id in leaving:
+            results.append((member_id, instance_id, self._leave_one(group, member_id, instance_id)))
+        return ErrorCode.NONE, results
+
+    def _leave_one(self, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
+        if instance_id is not None:
+            owner = group.static_members.get(instance_id)
+            if owner is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if member_id and member_id != owner:  # an empty member id leaves by instance id alone (KIP-345 admin)
+                return ErrorCode.FENCED_INSTANCE_ID
+            member_id = owner
+        pending = group.pending_members.pop(member_id, None)
+        if pending is not None:
+            pending.cancel()
+            self._maybe_complete_join(group)
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        log.info("member %s leaves group %s", member_id, group.group_id)
+        self._remove_member(group, member)
+        return ErrorCode.NONE
+
+    def _remove_member(self, group: Group, member: Member) -> None:
+        self._cancel_session(member)
+        _resolve(member.join_waiter, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
+        _resolve(member.sync_waiter, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        group.remove(member.member_id)
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group)
+        else:
+            self._maybe_complete_join(group)
+
+    def _arm_session(self, group: Group, member: Member) -> None:
+        """(Re)start the member's session timer; parked members are kept alive instead."""
+        self._cancel_session(member)
+        if member.join_waiter is None and member.sync_waiter is None:
+            member.session_timer = asyncio.get_running_loop().call_later(
+                member.session_timeout_ms / 1000, self._expire_member, group, member
+            )
+
+    @staticmethod
+    def _cancel_session(member: Member) -> None:
+        if member.session_timer is not None:
+            member.session_timer.cancel()
+            member.session_timer = None
+
+    def _expire_member(self, group: Group, member: Member) -> None:
+        member.session_timer = None
+        if group.members.get(member.member_id) is member:
+            log.info("member %s of group %s: session timeout expired", member.member_id, group.group_id)
+            self._remove_member(group, member)
+
+    def _expire_pending(self, group: Group, member_id: str) -> None:
+        """A MEMBER_ID_REQUIRED member that never came back stops holding up the join phase."""
+        if group.pending_members.pop(member_id, None) is not None:
+            self._maybe_complete_join(group)
+
+    # -- offsets --------------------------------------------------------------------------------------------
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: list[OffsetToCommit],
+    ) -> list[ErrorCode]:
+        """One error per entry of `offsets`, in order."""
+        error = self._commit_error(group_id, generation_id, member_id, group_instance_id)
+        if error is not ErrorCode.NONE:
+            return [error] * len(offsets)
+        group = self.groups[group_id]
+        timestamp = now_ms()
+        errors: list[ErrorCode] = []
+        accepted: list[tuple[tuple[str, int], CommittedOffset]] = []
+        for o in offsets:
+            state = self.broker.metadata.partition(o.topic, o.partition)
+            if state is None:
+                errors.append(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif o.metadata is not None and len(o.metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+                errors.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+            else:
+                errors.append(ErrorCode.NONE)
+                committed = CommittedOffset(o.offset, o.leader_epoch, o.metadata or "", timestamp, state.topic_id)
+                accepted.append(((o.topic, o.partition), committed))
+        if accepted:
+            entries = [(records.offset_key(group_id, topic, partition),
+                        records.offset_value(c.offset, c.leader_epoch, c.metadata, c.commit_timestamp))
+                       for (topic, partition), c in accepted]
+            try:
+                await self._append(group.partition, entries)
+            except KafkaError as exc:
+                log.warning("committing offsets of group %s failed: %s", group_id, exc)
+                return [exc.code if e is ErrorCode.NONE else e for e in errors]
+            group.offsets.update(accepted)
+        return errors
+
+    def _commit_error(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode:
+        error = self.coordinator_error(group_id)
+        if error is not ErrorCode.NONE:
+            return error
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:  # a generation of a group that is gone here
+                return ErrorCode.ILLEGAL_GENERATION
+            # A simple consumer (assign + commit) keeps its offsets in a group without members.
+            self.groups[group_id] = Group(group_id, partition_for(group_id, self.num_partitions),
+                                          state_timestamp=now_ms())
+            return ErrorCode.NONE
+        if group.state is GroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.is_fenced(member_id, group_instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if generation_id < 0 and group.state is GroupState.EMPTY:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        # Stable, or PreparingRebalance: a member may commit in its revocation callback before rejoining.
+        self._arm_session(group, member)
+        return ErrorCode.NONE
+
+    def fetch_offsets(
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None
+    ) -> tuple[ErrorCode, list[FetchedOffset]]:
+        """Committed offsets of the given partitions (all the group's when `topics` is None)."""
+        error = self.coordinator_error(group_id)
+        if error is not ErrorCode.NONE:
+            return error, []
+        group = self.groups.get(group_id)
+        committed = {} if group is None else group.offsets
+        if topics is None:
+            wanted = sorted(committed)
+        else:
+            wanted = [(topic, p) for topic, partitions in topics for p in partitions]
+        answer = []
+        for topic, partition in wanted:
+            c = committed.get((topic, partition))
+            if c is None:
+                answer.append(FetchedOffset(topic, partition, NO_OFFSET, -1, ""))
+            else:
+                answer.append(FetchedOffset(topic, partition, c.offset, c.leader_epoch, c.metadata))
+        return ErrorCode.NONE, answer
+
+    async def _delete_offsets(self, group: Group, keys: Iterable[tuple[str, int]]) -> None:
+        """Drop offsets, with their tombstones (deleted topic, OffsetDelete, expiry)."""
+        keys = [k for k in keys if group.offsets.pop(k, None) is not None]
+        if keys:
+            await self._append(group.partition, [(records.offset_key(group.group_id, t, p), None) for t, p in keys])
+
+    async def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """OffsetDelete: refused for topics the group's members subscribe to."""
+        error = self.coordinator_error(group_id)
+        group = self.groups.get(group_id)
+        if error is ErrorCode.NONE and (group is None or group.state is GroupState.DEAD):
+            error = ErrorCode.GROUP_ID_NOT_FOUND
+        if error is not ErrorCode.NONE:
+            return error, []
+        assert group is not None
+        subscribed = set() if group.state is GroupState.EMPTY else group.subscribed_topics()
+        errors = [
+            ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if subscribed is None or topic in subscribed else ErrorCode.NONE
+            for topic, _ in partitions
+        ]
+        await self._delete_offsets(group, [k for k, e in zip(partitions, errors, strict=True) if e is ErrorCode.NONE])
+        return ErrorCode.NONE, errors
+
+    # -- admin ----------------------------------------------------------------------------------------------
+
+    def list_groups(self, states: set[str]) -> list[Group]:
+        """Groups led here, filtered by state name (case-insensitive, as Kafka) when `states` is not empty."""
+        wanted = {s.lower() for s in states}
+        return [g for g in self.groups.values() if not wanted or g.state.value.lower() in wanted]
+
+    def describe_group(self, group_id: str) -> tuple[ErrorCode, Group | None]:
+        error = self.coordinator_error(group_id)
+        return error, (self.groups.get(group_id) if error is ErrorCode.NONE else None)
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        error = self.coordinator_error(group_id)
+        if error is not ErrorCode.NONE:
+            return error
+        group = self.groups.get(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.state is not GroupState.EMPTY:
+            return ErrorCode.NON_EMPTY_GROUP
+        try:
+            await self._remove_group(group)
+        except KafkaError as exc:
+            return exc.code
+        return ErrorCode.NONE
+
+    async def _remove_group(self, group: Group) -> None:
+        """Tombstone the group and all its offsets, then forget it. Dead while the tombstones are written, so
+        no member joins it and no offset is committed to it meanwhile; Empty again if they cannot be."""
+        entries: list[tuple[bytes, bytes | None]] = [
+            (records.offset_key(group.group_id, t, p), None) for t, p in group.offsets
+        ]
+        entries.append((records.group_key(group.group_id), None))
+        group.transition(GroupState.DEAD, now_ms())
+        try:
+            await self._append(group.partition, entries)
+        except KafkaError:
+            group.transition(GroupState.EMPTY, now_ms())
+            raise
+        group.offsets.clear()
+        self.groups.pop(group.group_id, None)
+        log.info("group %s removed", group.group_id)
+
+    # -- offset retention (KIP-211) -------------------------------------------------------------------------
+
+    def _schedule_retention_check(self) -> None:
+        self._retention_timer = asyncio.get_running_loop().call_later(
+            RETENTION_CHECK_INTERVAL_S, lambda: self._spawn(self.expire_offsets())
+        )
+
+    async def expire_offsets(self) -> None:
+        """Remove expired offsets, then groups left with neither members nor offsets; re-arms its timer."""
+        deadline = now_ms() - self.retention_ms
+        for group in list(self.groups.values()):
+            if group.state is GroupState.EMPTY:
+                # A simple group (commits only) counts from each commit, a consumer group from becoming empty.
+                simple = group.protocol_type is None or group.state_timestamp < 0
+                expired = [k for k, c in group.offsets.items()
+                           if (c.commit_timestamp if simple else group.state_timestamp) <= deadline]
+            elif group.state is GroupState.STABLE and (subscribed := group.subscribed_topics()) is not None:
+                expired = [k for k, c in group.offsets.items()
+                           if k[0] not in subscribed and c.commit_timestamp <= deadline]
+            else:
+                continue
+            try:
+                await self._delete_offsets(group, expired)
+                if group.state is GroupState.EMPTY and not group.offsets and not group.pending_members:
+                    await self._remove_group(group)
+            except KafkaError as exc:
+                log.warning("expiring offsets of group %s failed: %s", group.group_id, exc)
+        self._schedule_retention_check()
+
+
+def _resolve(waiter: asyncio.Future | None, result: object) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(result)

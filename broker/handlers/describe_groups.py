@@ -1,0 +1,41 @@
+"""DescribeGroups · v0-5 · state, protocol and members of groups.
+
+Behaviour: as Kafka's GroupMetadata.summary: a Stable group names its protocol and shows each member's
+metadata and assignment; in other states the protocol is empty and members are listed without them. A group
+unknown here is described as Dead with no members and no error (v0-5).
+Skipped: authorized operations (v3+) are not computed: INT32_MIN ("not requested / unknown").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext, handles
+from broker.groups.group import GroupState
+from protocol.messages import describe_groups as messages
+
+R = messages.RESPONSE
+
+
+@handles(messages.API, "0-5")
+def handle(context: RequestContext, request: Any) -> Any:
+    response = R.cls()
+    for group_id in request.groups:
+        error, group = context.broker.group_coordinator.describe_group(group_id)
+        described = R.DescribedGroup(error_code=error, group_id=group_id, group_state=GroupState.DEAD.value)
+        if group is not None:
+            stable = group.state is GroupState.STABLE
+            described.group_state = group.state.value
+            described.protocol_type = group.protocol_type or ""
+            described.protocol_data = (group.protocol_name or "") if stable else ""
+            described.members = [
+                R.DescribedGroupMember(
+                    member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                    client_host=m.client_host,
+                    member_metadata=m.metadata(group.protocol_name) if stable else b"",
+                    member_assignment=m.assignment if stable else b"",
+                )
+                for m in group.members.values()
+            ]
+        response.groups.append(described)
+    return response

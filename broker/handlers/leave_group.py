@@ -1,0 +1,33 @@
+"""LeaveGroup · v0-5 · members leave at once instead of waiting for their session to expire.
+
+Behaviour: the group rebalances without the leaving members (see `broker/group_coordinator.py`).
+Version notes: v0-2 name one member and its error is the response's error; v3+ batch members, identified by
+member id and/or group.instance.id (an empty member id with an instance id leaves that static member), with
+one error per member and a group-level error.
+Skipped: `reason` (v5) is not recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext, handles
+from protocol.messages import leave_group as messages
+
+
+@handles(messages.API, "0-5")
+def handle(context: RequestContext, request: Any) -> Any:
+    if context.api_version < 3:
+        leaving = [(request.member_id, None)]
+    else:
+        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    error, results = context.broker.group_coordinator.leave_group(request.group_id, leaving)
+    response = messages.RESPONSE.cls(error_code=error)
+    if context.api_version < 3:
+        if error == 0 and results:
+            response.error_code = results[0][2]
+        return response
+    response.members = [
+        messages.RESPONSE.MemberResponse(member_id=m, group_instance_id=i, error_code=e) for m, i, e in results
+    ]
+    return response

@@ -1,0 +1,22 @@
+"""ListGroups · v0-4 · the groups this broker coordinates.
+
+Behaviour: every live group led here, with its protocol type (empty for simple groups that only commit).
+Version notes: v4 filters by state name (case-insensitive) and answers each group's state.
+Skipped: nothing (v5's type filter, KIP-848, is not declared).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext, handles
+from protocol.messages import list_groups as messages
+
+
+@handles(messages.API, "0-4")
+def handle(context: RequestContext, request: Any) -> Any:
+    groups = context.broker.group_coordinator.list_groups(set(request.states_filter))
+    listed = messages.RESPONSE.ListedGroup
+    return messages.RESPONSE.cls(groups=[
+        listed(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value) for g in groups
+    ])

@@ -1,0 +1,41 @@
+"""OffsetCommit · v2-9 · store a group's consumed positions, with the leader epoch (KIP-320).
+
+Behaviour: a member commits within its generation (Stable, or PreparingRebalance before it rejoins); a
+group without members takes "simple" commits with generation -1. Offsets are appended to
+`__consumer_offsets` before the answer. Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION, metadata over
+4096 bytes OFFSET_METADATA_TOO_LARGE.
+Version notes: committed_leader_epoch v6+ (-1 before); group_instance_id v7+.
+Skipped: retention_time_ms (v2-4): every offset follows offsets.retention.minutes, as in Kafka 2.1+.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext, handles
+from broker.group_coordinator import OffsetToCommit
+from protocol.messages import offset_commit as messages
+
+
+@handles(messages.API, "2-9")
+async def handle(context: RequestContext, request: Any) -> Any:
+    offsets = [
+        OffsetToCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
+        for t in request.topics
+        for p in t.partitions
+    ]
+    errors = iter(await context.broker.group_coordinator.commit_offsets(
+        request.group_id,
+        request.generation_id_or_member_epoch,
+        request.member_id,
+        request.group_instance_id,
+        offsets,
+    ))
+    R = messages.RESPONSE
+    return R.cls(topics=[
+        R.OffsetCommitResponseTopic(name=t.name, partitions=[
+            R.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=next(errors))
+            for p in t.partitions
+        ])
+        for t in request.topics
+    ])

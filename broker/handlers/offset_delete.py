@@ -1,0 +1,32 @@
+"""OffsetDelete · v0 · delete a group's committed offsets for some partitions (KIP-496).
+
+Behaviour: GROUP_ID_NOT_FOUND for a group unknown here; a partition of a topic a member of the group
+subscribes to (consumer protocol) answers GROUP_SUBSCRIBED_TO_TOPIC and keeps its offset; the others are
+deleted with tombstones in `__consumer_offsets`.
+Skipped: nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import RequestContext, handles
+from protocol.messages import offset_delete as messages
+
+R = messages.RESPONSE
+
+
+@handles(messages.API, "0")
+async def handle(context: RequestContext, request: Any) -> Any:
+    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    error, errors = await context.broker.group_coordinator.delete_offsets(request.group_id, partitions)
+    if error:
+        return R.cls(error_code=error)
+    results = iter(errors)
+    return R.cls(topics=[
+        R.OffsetDeleteResponseTopic(name=t.name, partitions=[
+            R.OffsetDeleteResponsePartition(partition_index=p.partition_index, error_code=next(results))
+            for p in t.partitions
+        ])
+        for t in request.topics
+    ])
