@@ -174,15 +174,20 @@ class PartitionLog:
         leo = self.log_end_offset
         if self._log_start_offset > leo:
             self._log_start_offset = leo
-        self.epoch_cache.truncate_from_end(leo)
+        # Start first, then end: an entry left at the log end holds no data and goes, either way.
         self.epoch_cache.truncate_from_start(self._log_start_offset)
+        self.epoch_cache.truncate_from_end(leo)
         # Recovered segments were validated and fsynced: the recovery point moves to the end.
         self.recovery_point = leo if recovered else min(max(recovery_point, 0), leo)
         self._rebuild_producer_state()
 
     def _recover_from(self, first: int) -> None:
+        # The epoch history of the rescanned range is re-derived from its batches: forget what the
+        # checkpoint said about it, keep what it said about the trusted range before it.
+        self.epoch_cache.truncate_from_end(self.segments[first].base_offset)
+
         def on_batch(header: BatchHeader) -> None:
-            if header.partition_leader_epoch >= 0:
+            if header.partition_leader_epoch > self.epoch_cache.latest_epoch:
                 self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
 
         for i in range(first, len(self.segments)):
