@@ -1,10 +1,12 @@
-# epoch-broker developer targets. `make run` and `make test` are the README's two set-up commands.
+# epoch-broker developer targets. `make run` and `make test` are the README's two set-up commands; both
+# work on a fresh Debian machine (`make test` installs kcat/node/kafkajs for the interop suite when root).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast bench lint clean
+.PHONY: install interop-deps run test test-fast test-interop bench lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,14 +16,23 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# kcat (Debian), node + npm, and kafkajs from tests/interop/js/package-lock.json
+interop-deps:
+	bash tests/interop/install-deps.sh
+
 run: install
 	$(VENV)/bin/epoch-broker serve
 
-test: install
-	$(PY) -m pytest -q
+# pytest's own exit status is kept in .venv/.pytest-status (make itself exits 2 on any failure)
+test: install interop-deps
+	@rm -f $(VENV)/.pytest-status
+	$(PY) -m pytest -q $(PYTEST_ARGS); status=$$?; echo $$status > $(VENV)/.pytest-status; exit $$status
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow and not interop" $(PYTEST_ARGS)
+
+test-interop: install interop-deps
+	$(PY) -m pytest -q tests/interop $(PYTEST_ARGS)
 
 bench: install
 	$(PY) -m bench
@@ -30,4 +41,4 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info tests/interop/js/node_modules

@@ -16,6 +16,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -164,6 +165,43 @@ def run_tansu(log_path: Path) -> Iterator[Target]:
                     proc.wait()
 
 
+class CliBroker:
+    """Our broker run the way a user runs it (`python -m broker serve --override ...`), on a fixed port and
+    data dir so that restart() brings back the same broker. Used when tests/helpers.py is not available."""
+
+    def __init__(self, tmp: Path, overrides: dict[str, str]) -> None:
+        self.port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.tmp = tmp
+        self.cfg = {"listeners": f"PLAINTEXT://{self.bootstrap}", "advertised.listeners": f"PLAINTEXT://{self.bootstrap}",
+                    "log.dirs": str(tmp / "data"), **overrides}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    def start(self) -> None:
+        cmd = [sys.executable, "-m", "broker", "serve"]
+        for k, v in self.cfg.items():
+            cmd += ["--override", f"{k}={v}"]
+        with open(self.tmp / "broker.log", "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         cwd=REPO)
+        wait_port(self.port, timeout=30)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
 @contextlib.contextmanager
 def run_target(tmp: Path, overrides: dict[str, str] | None = None) -> Iterator[Target]:
     """Start the broker under test for one test module; stop it afterwards."""
@@ -171,11 +209,14 @@ def run_target(tmp: Path, overrides: dict[str, str] | None = None) -> Iterator[T
         with run_tansu(tmp / "tansu.log") as t:
             yield t
         return
-    from tests.helpers import start_broker
-
     cfg = {"auto.create.topics.enable": "true", "num.partitions": "1"}
     cfg.update(overrides or {})
-    b = start_broker(tmp, cfg)
+    try:
+        from tests.helpers import start_broker
+    except ImportError:
+        b: Any = CliBroker(tmp, cfg)
+    else:
+        b = start_broker(tmp, cfg)
     try:
         yield Target(bootstrap=b.bootstrap, kind="epoch", handle=b, restart_fn=b.restart, data_dir=tmp)
     finally:
