@@ -52,7 +52,8 @@ def _describe(broker: Any, resource: Any) -> Any:
     wanted = None if resource.configuration_keys is None else set(resource.configuration_keys)
     result.configs = [
         ConfigEntry(name=key, value=value, read_only=source != DYNAMIC_TOPIC_CONFIG,
-                    is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=False, synonyms=[], documentation=None)
+                    is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=False, synonyms=[],
+                    documentation=None)
         for key, value, source in entries
         if wanted is None or key in wanted
     ]

@@ -1,0 +1,106 @@
+"""Start a real broker process for a test: `start_broker(tmp_path, overrides, node_id) -> BrokerProcess`.
+
+The broker runs as a user runs it (`python -m broker serve --override ...`) with its data in `tmp_path/data`
+and its log in `tmp_path/broker-<node>.log`, on a free loopback port that stays the same across `restart()`.
+Start returns once the broker printed its ready line (it then answers requests).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+READY_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class BrokerProcess:
+    def __init__(self, tmp_path: Path, overrides: dict[str, str], node_id: int) -> None:
+        self.tmp_path = Path(tmp_path)
+        self.node_id = node_id
+        self.port = free_port()
+        self.data_dir = self.tmp_path / "data"
+        self.log_path = self.tmp_path / f"broker-{node_id}.log"
+        self.overrides = {
+            "node.id": str(node_id),
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.data_dir),
+            **overrides,
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, "broker is not running"
+        return self.proc.pid
+
+    def start(self) -> BrokerProcess:
+        command = [sys.executable, "-m", "broker", "serve"]
+        for key, value in self.overrides.items():
+            command += ["--override", f"{key}={value}"]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                                         cwd=self.tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([self.proc.stdout], [], [], 0.1)
+            if readable:
+                line = self.proc.stdout.readline().decode()
+                if "listening on" in line:
+                    return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited with {self.proc.returncode}; see {self.log_path}")
+        self.kill()
+        raise TimeoutError(f"broker not ready after {READY_TIMEOUT_S} s; see {self.log_path}")
+
+    def stop(self, timeout_s: float = 15.0) -> int:
+        """SIGTERM (clean shutdown) and wait; SIGKILL if it does not exit in time. Returns the exit status."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        status = self.proc.returncode
+        self.proc = None
+        return status
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, with no checkpoint and no clean-shutdown marker."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def restart(self) -> BrokerProcess:
+        """Clean stop (if running), then start again on the same port and data dir."""
+        self.stop()
+        return self.start()
+
+
+def start_broker(tmp_path: Path, overrides: dict[str, str] | None = None, node_id: int = 0) -> BrokerProcess:
+    return BrokerProcess(tmp_path, overrides or {}, node_id).start()
