@@ -32,7 +32,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Coroutine, Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -248,16 +248,29 @@ class GroupCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
         return ErrorCode.NONE, state.leader, registration.host, registration.port
 
-    async def _append(self, partition: int, entries: list[tuple[bytes, bytes | None]]) -> None:
-        """Append records (key, value or None for a tombstone) atomically, in one batch, and wait until they are
-        replicated; raises KafkaError. Appends start in call order, so later records win on replay."""
+    def _append(self, partition: int, entries: list[tuple[bytes, bytes | None]]) -> asyncio.Future[Any]:
+        """Append records (key, value or None for a tombstone) atomically, in one batch; the future completes once
+        they are replicated, or raises KafkaError.
+
+        The append is started here, as a task: `append_internal` appends in its first step and tasks start in
+        creation order, so records land in the order of these calls, whoever awaits them (a write nobody waits
+        for, such as a group turning empty, still precedes a later tombstone of the same group).
+        """
+        loop = asyncio.get_running_loop()
+        if not entries:
+            done = loop.create_future()
+            done.set_result(None)
+            return done
         timestamp = now_ms()
         batch = build_batch([(key, value, (), timestamp) for key, value in entries])
-        await self.broker.replica_manager.append_internal(OFFSETS_TOPIC, partition, batch)
+        task = loop.create_task(self.broker.replica_manager.append_internal(OFFSETS_TOPIC, partition, batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
-    def _spawn(self, write: Coroutine[Any, Any, None]) -> None:
-        """Run a write that no request waits for; `stop()` waits for it."""
-        task = asyncio.get_running_loop().create_task(write)
+    def _spawn(self, write: Awaitable[Any]) -> None:
+        """A write that no request waits for: logged if it fails; `stop()` waits for it."""
+        task = asyncio.ensure_future(write)
         self._tasks.add(task)
         task.add_done_callback(self._write_done)
 
@@ -266,7 +279,7 @@ class GroupCoordinator:
         if not task.cancelled() and task.exception() is not None:
             log.warning("__consumer_offsets write failed: %s", task.exception())
 
-    async def _store_group(self, group: Group) -> None:
+    def _store_group(self, group: Group) -> asyncio.Future[Any]:
         """Write the group's metadata record (Kafka's GroupMetadataValue v3)."""
         cls = records.GROUP_METADATA_VALUE
         value = cls.cls(
@@ -285,7 +298,7 @@ class GroupCoordinator:
                 for m in group.members.values()
             ],
         )
-        await self._append(group.partition, [(records.group_key(group.group_id), records.group_value(value))])
+        return self._append(group.partition, [(records.group_key(group.group_id), records.group_value(value))])
 
     # -- JoinGroup ------------------------------------------------------------------------------------------
 
@@ -750,11 +763,10 @@ class GroupCoordinator:
                 answer.append(FetchedOffset(topic, partition, c.offset, c.leader_epoch, c.metadata))
         return ErrorCode.NONE, answer
 
-    async def _delete_offsets(self, group: Group, keys: Iterable[tuple[str, int]]) -> None:
+    def _delete_offsets(self, group: Group, keys: Iterable[tuple[str, int]]) -> asyncio.Future[Any]:
         """Drop offsets, with their tombstones (deleted topic, OffsetDelete, expiry)."""
         keys = [k for k in keys if group.offsets.pop(k, None) is not None]
-        if keys:
-            await self._append(group.partition, [(records.offset_key(group.group_id, t, p), None) for t, p in keys])
+        return self._append(group.partition, [(records.offset_key(group.group_id, t, p), None) for t, p in keys])
 
     async def delete_offsets(
         self, group_id: str, partitions: list[tuple[str, int]]

@@ -1,0 +1,442 @@
+"""The group coordinator's state machine and persistence, against an in-memory broker (no sockets).
+
+The fake broker has the real MetadataCache and an in-memory `__consumer_offsets` that stores what
+`append_internal` gets as decoded (offset, key, value) records, so a "restart" is a new coordinator over the
+same fake log. Integration with real clients and processes is in test_clients.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+
+from broker.config import BrokerConfig, Endpoint
+from broker.controller.records import PartitionRecord, RemoveTopicRecord, TopicRecord
+from broker.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, OffsetToCommit, java_string_hash, partition_for
+from broker.groups import records
+from broker.groups.group import GroupState
+from broker.metadata_cache import MetadataCache
+from protocol.errors import ErrorCode
+from protocol.records import iter_batches, iter_records
+
+SESSION_MS = 6000
+
+
+class FakeReplicaManager:
+    def __init__(self, metadata: MetadataCache) -> None:
+        self.metadata = metadata
+        self.logs: dict[tuple[str, int], list[tuple[int, bytes | None, bytes | None]]] = {}
+        self.fail_appends = False
+
+    async def ensure_internal_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
+        if name not in self.metadata.topics_by_name:
+            add_topic(self.metadata, name, partitions)
+
+    async def append_internal(self, topic: str, partition: int, batch: bytearray) -> int:
+        if self.fail_appends:
+            from protocol.errors import KafkaError
+
+            raise KafkaError("injected", ErrorCode.NOT_ENOUGH_REPLICAS)
+        log = self.logs.setdefault((topic, partition), [])
+        base = len(log)
+        for pos, header in iter_batches(batch):
+            for record in iter_records(batch, pos, header):
+                log.append((len(log), record.key, record.value))
+        return base
+
+    def read_internal(self, topic: str, partition: int, start_offset: int = 0) -> Any:
+        return iter(self.logs.get((topic, partition), [])[start_offset:])
+
+
+class FakeController:
+    def __init__(self) -> None:
+        self.subscribers: list[Any] = []
+
+
+class FakeBroker:
+    def __init__(self, **config: Any) -> None:
+        self.config = BrokerConfig(**{"offsets_topic_num_partitions": 3, "group_initial_rebalance_delay_ms": 0,
+                                      **config})
+        self.node_id = 0
+        self.advertised = Endpoint("PLAINTEXT", "127.0.0.1", 19092)
+        self.metadata = MetadataCache()
+        self.replica_manager = FakeReplicaManager(self.metadata)
+        self.controller = FakeController()
+
+
+def add_topic(metadata: MetadataCache, name: str, partitions: int) -> bytes:
+    topic_id = uuid.uuid4().bytes
+    metadata.apply(TopicRecord(name, topic_id, {}))
+    for p in range(partitions):
+        metadata.apply(PartitionRecord(topic_id, p, (0,), (0,), 0))
+    return topic_id
+
+
+def delete_topic(broker: FakeBroker, name: str) -> None:
+    record = RemoveTopicRecord(broker.metadata.topics_by_name[name].topic_id)
+    broker.metadata.apply(record)
+    for subscriber in broker.controller.subscribers:
+        subscriber([record])
+
+
+async def started(broker: FakeBroker) -> GroupCoordinator:
+    coordinator = GroupCoordinator(broker)
+    await coordinator.start()
+    return coordinator
+
+
+@pytest.fixture
+async def broker() -> FakeBroker:
+    b = FakeBroker()
+    add_topic(b.metadata, "t", 6)
+    return b
+
+
+@pytest.fixture
+async def coordinator(broker: FakeBroker) -> Any:
+    c = await started(broker)
+    yield c
+    await c.stop()
+
+
+def join(coordinator: GroupCoordinator, member_id: str = "", *, group: str = "g", protocols: Any = None,
+         version: int = 5, instance: str | None = None, session_ms: int = SESSION_MS,
+         rebalance_ms: int = 10_000, protocol_type: str = "consumer") -> asyncio.Task:
+    return asyncio.ensure_future(coordinator.join_group(
+        group_id=group, member_id=member_id, group_instance_id=instance, session_timeout_ms=session_ms,
+        rebalance_timeout_ms=rebalance_ms, protocol_type=protocol_type,
+        protocols=protocols or [("range", b"r")], client_id="c", client_host="/127.0.0.1",
+        require_known_member_id=version >= 4,
+    ))
+
+
+async def join_member(coordinator: GroupCoordinator, **kwargs: Any) -> str:
+    """A new member id through the MEMBER_ID_REQUIRED handshake (not waiting for the join phase)."""
+    first = await join(coordinator, **kwargs)
+    assert first.error == ErrorCode.MEMBER_ID_REQUIRED
+    return first.member_id
+
+
+def sync(coordinator: GroupCoordinator, member_id: str, generation: int, assignments: dict[str, bytes] | None = None,
+         group: str = "g") -> asyncio.Task:
+    return asyncio.ensure_future(coordinator.sync_group(
+        group_id=group, generation_id=generation, member_id=member_id, group_instance_id=None,
+        protocol_type=None, protocol_name=None, assignments=assignments or {},
+    ))
+
+
+async def stable_group(coordinator: GroupCoordinator, size: int) -> tuple[list[str], int]:
+    """`size` members joined and synced; returns (member ids, generation)."""
+    ids = [await join_member(coordinator) for _ in range(size)]
+    results = await asyncio.gather(*(join(coordinator, m) for m in ids))
+    generation = results[0].generation_id
+    leader = results[0].leader
+    synced = await asyncio.gather(*(
+        sync(coordinator, m, generation, {x: x.encode() for x in ids} if m == leader else None) for m in ids
+    ))
+    assert all(s.error == ErrorCode.NONE for s in synced)
+    return ids, generation
+
+
+def commit(coordinator: GroupCoordinator, generation: int = -1, member: str = "", *, group: str = "g",
+           offset: int = 5, epoch: int = 3, topic: str = "t", partition: int = 0) -> Any:
+    return coordinator.commit_offsets(group, generation, member, None,
+                                      [OffsetToCommit(topic, partition, offset, epoch, "meta")])
+
+
+# -- partitioning --------------------------------------------------------------------------------------------
+
+
+def test_group_partition_matches_javas_string_hashcode() -> None:
+    assert java_string_hash("test") == 3556498
+    assert java_string_hash("polygenelubricants") == -2147483648  # Integer.MIN_VALUE: Utils.abs makes it 0
+    assert partition_for("polygenelubricants", 50) == 0
+    assert partition_for("test", 50) == 3556498 % 50
+    assert java_string_hash("\u00e9\U0001f600") == (0xE9 * 31 + 0xD83D) * 31 + 0xDE00  # UTF-16 surrogates
+
+
+async def test_find_coordinator_names_this_broker_as_leader_of_the_offsets_partition(coordinator: Any) -> None:
+    assert coordinator.find_coordinator("g") == (ErrorCode.NONE, 0, "127.0.0.1", 19092)
+
+
+# -- joining -------------------------------------------------------------------------------------------------
+
+
+async def test_member_id_required_only_from_join_group_v4(coordinator: Any) -> None:
+    old = await join(coordinator, version=3)
+    assert old.error == ErrorCode.NONE and old.member_id and old.generation_id == 1
+    new = await join(coordinator, group="g2", version=4)
+    assert new.error == ErrorCode.MEMBER_ID_REQUIRED and new.member_id
+
+
+async def test_first_generation_is_one_and_the_leader_gets_the_members(coordinator: Any) -> None:
+    member = await join_member(coordinator)
+    result = await join(coordinator, member)
+    assert (result.error, result.generation_id, result.leader, result.protocol_name) == (
+        ErrorCode.NONE, 1, member, "range")
+    assert result.members == [(member, None, b"r")]
+    assert coordinator.groups["g"].state is GroupState.COMPLETING_REBALANCE
+
+
+async def test_join_completes_as_soon_as_every_known_member_rejoined(coordinator: Any) -> None:
+    ids, generation = await stable_group(coordinator, 2)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    rejoin = [join(coordinator, m, protocols=[("range", b"new")]) for m in ids]
+    results = await asyncio.gather(*rejoin)
+    assert loop.time() - start < 1.0  # the rebalance timeout is 10 s: nothing waited for it
+    assert {r.generation_id for r in results} == {generation + 1}
+    assert sum(1 for r in results if r.members) == 1
+
+
+async def test_initial_rebalance_delay_gathers_members_into_one_generation(broker: FakeBroker) -> None:
+    broker.config = BrokerConfig(offsets_topic_num_partitions=3, group_initial_rebalance_delay_ms=200)
+    coordinator = await started(broker)
+    a, b = await join_member(coordinator), await join_member(coordinator)
+    first = join(coordinator, a)
+    await asyncio.sleep(0.1)
+    second = join(coordinator, b)
+    results = await asyncio.gather(first, second)
+    assert [r.generation_id for r in results] == [1, 1]
+    await coordinator.stop()
+
+
+async def test_protocol_is_the_common_one_with_most_votes(coordinator: Any) -> None:
+    a = await join_member(coordinator)
+    b = await join_member(coordinator)
+    c = await join_member(coordinator)
+    results = await asyncio.gather(
+        join(coordinator, a, protocols=[("range", b""), ("roundrobin", b""), ("sticky", b"")]),
+        join(coordinator, b, protocols=[("roundrobin", b""), ("range", b"")]),
+        join(coordinator, c, protocols=[("roundrobin", b""), ("sticky", b""), ("range", b"")]),
+    )
+    assert {r.protocol_name for r in results} == {"roundrobin"}
+
+
+async def test_a_member_without_a_common_protocol_is_inconsistent(coordinator: Any) -> None:
+    await stable_group(coordinator, 1)
+    other = await join(coordinator, protocols=[("cooperative-sticky", b"")])
+    assert other.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    wrong_type = await join(coordinator, protocol_type="connect")
+    assert wrong_type.error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+
+
+async def test_unknown_member_and_invalid_session_timeout(coordinator: Any) -> None:
+    assert (await join(coordinator, "nobody")).error == ErrorCode.UNKNOWN_MEMBER_ID
+    assert (await join(coordinator, session_ms=10)).error == ErrorCode.INVALID_SESSION_TIMEOUT
+
+
+# -- sync, heartbeat, leave, expiry ----------------------------------------------------------------------------
+
+
+async def test_sync_distributes_the_leaders_assignment(coordinator: Any) -> None:
+    ids, generation = await stable_group(coordinator, 3)
+    assert coordinator.groups["g"].state is GroupState.STABLE
+    for m in ids:
+        again = await sync(coordinator, m, generation)
+        assert again.assignment == m.encode() and again.protocol_name == "range"
+
+
+async def test_stale_generation_and_unknown_members_are_refused(coordinator: Any) -> None:
+    (member,), generation = await stable_group(coordinator, 1)
+    assert coordinator.heartbeat("g", member, None, generation) == ErrorCode.NONE
+    assert coordinator.heartbeat("g", member, None, generation - 1) == ErrorCode.ILLEGAL_GENERATION
+    assert coordinator.heartbeat("g", "ghost", None, generation) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert (await sync(coordinator, member, generation + 1)).error == ErrorCode.ILLEGAL_GENERATION
+    assert await commit(coordinator, generation + 1, member) == [ErrorCode.ILLEGAL_GENERATION]
+
+
+async def test_heartbeat_says_rebalance_in_progress_when_a_member_joins(coordinator: Any) -> None:
+    (member,), generation = await stable_group(coordinator, 1)
+    newcomer = join(coordinator, await join_member(coordinator))
+    await asyncio.sleep(0)
+    assert coordinator.heartbeat("g", member, None, generation) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert await commit(coordinator, generation, member) == [ErrorCode.NONE]  # allowed while preparing
+    rejoined = await join(coordinator, member)
+    assert rejoined.generation_id == generation + 1 and (await newcomer).generation_id == generation + 1
+
+
+async def test_leave_rebalances_the_rest(coordinator: Any) -> None:
+    (a, b), generation = await stable_group(coordinator, 2)
+    error, results = coordinator.leave_group("g", [(b, None), ("ghost", None)])
+    assert error == ErrorCode.NONE
+    assert [r[2] for r in results] == [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
+    assert coordinator.heartbeat("g", a, None, generation) == ErrorCode.REBALANCE_IN_PROGRESS
+    result = await join(coordinator, a)
+    assert result.generation_id == generation + 1 and [m[0] for m in result.members] == [a]
+
+
+async def test_the_last_member_leaving_empties_the_group(coordinator: Any) -> None:
+    (a,), generation = await stable_group(coordinator, 1)
+    coordinator.leave_group("g", [(a, None)])
+    group = coordinator.groups["g"]
+    assert group.state is GroupState.EMPTY and group.generation_id == generation + 1
+
+
+async def test_session_timeout_expires_a_silent_member(broker: FakeBroker, coordinator: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("broker.group_coordinator.MIN_SESSION_TIMEOUT_MS", 100)
+    a = await join_member(coordinator, session_ms=300)
+    b = await join_member(coordinator, session_ms=300)
+    results = await asyncio.gather(join(coordinator, a, session_ms=300), join(coordinator, b, session_ms=300))
+    generation = results[0].generation_id
+    await asyncio.gather(sync(coordinator, a, generation), sync(coordinator, b, generation))
+    for _ in range(4):  # a keeps heartbeating, b is silent
+        await asyncio.sleep(0.1)
+        coordinator.heartbeat("g", a, None, generation)
+    assert b not in coordinator.groups["g"].members
+    assert coordinator.heartbeat("g", a, None, generation) == ErrorCode.REBALANCE_IN_PROGRESS
+
+
+async def test_a_pending_member_that_never_returns_stops_blocking_the_join(coordinator: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("broker.group_coordinator.MIN_SESSION_TIMEOUT_MS", 100)
+    (a,), generation = await stable_group(coordinator, 1)
+    await join_member(coordinator, session_ms=200)  # gets an id, never comes back
+    result = await asyncio.wait_for(join(coordinator, a, protocols=[("range", b"x")]), 2)
+    assert result.generation_id == generation + 1
+
+
+async def test_rebalance_timeout_removes_members_that_did_not_rejoin(coordinator: Any) -> None:
+    a = await join_member(coordinator, rebalance_ms=300)
+    b = await join_member(coordinator, rebalance_ms=300)
+    results = await asyncio.gather(join(coordinator, a, rebalance_ms=300), join(coordinator, b, rebalance_ms=300))
+    generation = results[0].generation_id
+    await asyncio.gather(sync(coordinator, a, generation), sync(coordinator, b, generation))
+    result = await asyncio.wait_for(join(coordinator, a, rebalance_ms=300, protocols=[("range", b"x")]), 2)
+    assert [m[0] for m in result.members] == [a]
+
+
+async def test_static_member_rejoining_fences_its_old_id_and_keeps_its_assignment(coordinator: Any) -> None:
+    first = await join(coordinator, instance="i1")
+    assert first.error == ErrorCode.NONE  # static members skip MEMBER_ID_REQUIRED
+    await sync(coordinator, first.member_id, first.generation_id, {first.member_id: b"A"})
+    second = join(coordinator, instance="i2")
+    await asyncio.sleep(0)
+    leader, follower = await asyncio.gather(join(coordinator, first.member_id, instance="i1"), second)
+    generation = leader.generation_id
+    assert leader.leader == first.member_id and follower.generation_id == generation
+    await asyncio.gather(sync(coordinator, first.member_id, generation, {first.member_id: b"A",
+                                                                          follower.member_id: b"B"}),
+                         sync(coordinator, follower.member_id, generation))
+    restarted = await join(coordinator, instance="i2")  # same instance, new process: no rebalance
+    assert restarted.error == ErrorCode.NONE and restarted.generation_id == generation
+    assert coordinator.heartbeat("g", follower.member_id, "i2", generation) == ErrorCode.FENCED_INSTANCE_ID
+    assert (await sync(coordinator, restarted.member_id, generation)).assignment == b"B"
+
+
+# -- offsets ---------------------------------------------------------------------------------------------------
+
+
+async def test_simple_commit_and_fetch_carry_the_leader_epoch(coordinator: Any) -> None:
+    assert await commit(coordinator, offset=42, epoch=7) == [ErrorCode.NONE]
+    error, offsets = coordinator.fetch_offsets("g", [("t", [0, 1])])
+    assert error == ErrorCode.NONE
+    assert [(o.partition, o.offset, o.leader_epoch, o.metadata) for o in offsets] == [
+        (0, 42, 7, "meta"), (1, -1, -1, "")]
+
+
+async def test_commits_to_unknown_partitions_and_of_non_members_are_refused(coordinator: Any) -> None:
+    assert await commit(coordinator, topic="nope") == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert await commit(coordinator, partition=99) == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    await stable_group(coordinator, 1)
+    assert await commit(coordinator) == [ErrorCode.UNKNOWN_MEMBER_ID]  # generation -1 while it has members
+
+
+async def test_commit_during_completing_rebalance_must_wait(coordinator: Any) -> None:
+    member = await join_member(coordinator)
+    result = await join(coordinator, member)
+    assert await commit(coordinator, result.generation_id, member) == [ErrorCode.REBALANCE_IN_PROGRESS]
+
+
+async def test_offsets_and_groups_survive_a_restart(broker: FakeBroker, coordinator: Any) -> None:
+    (member,), generation = await stable_group(coordinator, 1)
+    assert await commit(coordinator, generation, member, offset=10, epoch=2) == [ErrorCode.NONE]
+    assert await commit(coordinator, group="simple", offset=3, epoch=1, partition=5) == [ErrorCode.NONE]
+    await coordinator.stop()
+    reloaded = await started(broker)
+    group = reloaded.groups["g"]
+    assert (group.state, group.generation_id, list(group.members)) == (GroupState.STABLE, generation, [member])
+    assert reloaded.heartbeat("g", member, None, generation) == ErrorCode.NONE
+    assert [(o.offset, o.leader_epoch) for o in reloaded.fetch_offsets("g", [("t", [0])])[1]] == [(10, 2)]
+    assert [(o.offset, o.leader_epoch) for o in reloaded.fetch_offsets("simple", None)[1]] == [(3, 1)]
+    await reloaded.stop()
+
+
+async def test_the_log_uses_kafkas_record_formats(broker: FakeBroker, coordinator: Any) -> None:
+    await commit(coordinator, offset=10, epoch=2)
+    partition = partition_for("g", 3)
+    (_, key, value), = broker.replica_manager.logs[(OFFSETS_TOPIC, partition)]
+    assert key == b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x00"  # OffsetCommitKey v1
+    assert value[:2] == b"\x00\x03"  # OffsetCommitValue v3: offset, leader epoch, metadata, commit time
+    decoded = records.decode_offset_value(value)
+    assert (decoded.offset, decoded.leader_epoch, decoded.metadata) == (10, 2, "meta")
+
+
+async def test_a_deleted_and_recreated_topic_does_not_resurrect_offsets(broker: FakeBroker, coordinator: Any) -> None:
+    await commit(coordinator, offset=10)
+    delete_topic(broker, "t")
+    await asyncio.sleep(0)  # the tombstones are written by a task
+    await asyncio.sleep(0)
+    add_topic(broker.metadata, "t", 6)
+    assert [o.offset for o in coordinator.fetch_offsets("g", [("t", [0])])[1]] == [-1]
+    await coordinator.stop()
+    reloaded = await started(broker)
+    assert [o.offset for o in reloaded.fetch_offsets("g", [("t", [0])])[1]] == [-1]
+    await reloaded.stop()
+
+
+async def test_delete_groups_removes_offsets_durably(broker: FakeBroker, coordinator: Any) -> None:
+    (member,), generation = await stable_group(coordinator, 1)
+    await commit(coordinator, generation, member)
+    assert await coordinator.delete_group("g") == ErrorCode.NON_EMPTY_GROUP
+    coordinator.leave_group("g", [(member, None)])
+    assert await coordinator.delete_group("g") == ErrorCode.NONE
+    assert await coordinator.delete_group("g") == ErrorCode.GROUP_ID_NOT_FOUND
+    assert coordinator.fetch_offsets("g", [("t", [0])])[1][0].offset == -1
+    await coordinator.stop()
+    reloaded = await started(broker)
+    assert "g" not in reloaded.groups
+    await reloaded.stop()
+
+
+async def test_offset_delete_refuses_subscribed_topics(coordinator: Any) -> None:
+    subscription = b"\x00\x00" + b"\x00\x00\x00\x01" + b"\x00\x01t" + b"\xff\xff\xff\xff"
+    member = await join_member(coordinator, protocols=[("range", subscription)])
+    result = await join(coordinator, member, protocols=[("range", subscription)])
+    await sync(coordinator, member, result.generation_id)
+    add_topic(coordinator.broker.metadata, "u", 1)
+    await commit(coordinator, result.generation_id, member, topic="t")
+    await commit(coordinator, result.generation_id, member, topic="u")
+    error, errors = await coordinator.delete_offsets("g", [("t", 0), ("u", 0)])
+    assert (error, errors) == (ErrorCode.NONE, [ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.NONE])
+    assert [o.topic for o in coordinator.fetch_offsets("g", None)[1]] == ["t"]
+    assert (await coordinator.delete_offsets("nope", [("t", 0)]))[0] == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+async def test_offsets_expire_after_retention_in_an_empty_group(broker: FakeBroker, coordinator: Any) -> None:
+    await commit(coordinator, group="simple")
+    coordinator.retention_ms = 0
+    await coordinator.expire_offsets()
+    assert "simple" not in coordinator.groups
+    assert coordinator.fetch_offsets("simple", [("t", [0])])[1][0].offset == -1
+
+
+async def test_a_failed_append_fails_the_commit_and_keeps_the_old_offset(broker: FakeBroker, coordinator: Any) -> None:
+    await commit(coordinator, offset=1)
+    broker.replica_manager.fail_appends = True
+    assert await commit(coordinator, offset=2) == [ErrorCode.NOT_ENOUGH_REPLICAS]
+    assert coordinator.fetch_offsets("g", [("t", [0])])[1][0].offset == 1
+
+
+async def test_list_and_describe(coordinator: Any) -> None:
+    (member,), _ = await stable_group(coordinator, 1)
+    await commit(coordinator, group="simple")
+    listed = {g.group_id: g.state.value for g in coordinator.list_groups(set())}
+    assert listed == {"g": "Stable", "simple": "Empty"}
+    assert [g.group_id for g in coordinator.list_groups({"stable"})] == ["g"]
+    error, group = coordinator.describe_group("g")
+    assert error == ErrorCode.NONE and group.members[member].assignment == member.encode()
