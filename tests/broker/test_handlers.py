@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
+from broker.app import Broker
 from broker.client import ConnectionClosed, KafkaClient
+from broker.config import build_config
+from broker.dispatch import FaultRule
 from protocol.errors import ErrorCode
 from protocol.messages import (
     api_versions,
@@ -239,3 +242,25 @@ async def test_a_request_pipelined_behind_an_unknown_api_key_sees_the_connection
     client.send_raw(struct.pack(">i", 10) + struct.pack(">hhih", 999, 0, 1, -1))
     with pytest.raises(ConnectionClosed):
         await client.request(metadata.API, 1, metadata.REQUEST.cls(topics=[]))
+
+
+async def test_a_fault_hook_answers_the_error_at_every_level_mirroring_the_request(
+        client: KafkaClient, broker: Any) -> None:
+    await create_topic(client, "t")
+    broker.dispatcher.faults.rules[0] = FaultRule(error=ErrorCode.NOT_LEADER_OR_FOLLOWER, remaining=1)
+    faulted = await produce_to(client, "t", batch(b"a"))
+    assert (faulted.index, faulted.error_code) == (0, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    assert (await produce_to(client, "t", batch(b"a"))).error_code == 0
+
+
+async def test_idle_connections_are_closed(tmp_path: Any) -> None:
+    config = build_config([("listeners", "PLAINTEXT://127.0.0.1:0"), ("log.dirs", str(tmp_path / "data")),
+                           ("offsets.topic.num.partitions", "1"), ("connections.max.idle.ms", "200")])
+    idle_broker = Broker(config)
+    await idle_broker.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", idle_broker.advertised.port)
+        assert await asyncio.wait_for(reader.read(), 3) == b""
+        writer.close()
+    finally:
+        await idle_broker.stop()
