@@ -209,7 +209,8 @@ def run_target(tmp: Path, overrides: dict[str, str] | None = None) -> Iterator[T
         with run_tansu(tmp / "tansu.log") as t:
             yield t
         return
-    cfg = {"auto.create.topics.enable": "true", "num.partitions": "1"}
+    # no 3 s wait for more members before the first rebalance: each kafkajs test joins a fresh group
+    cfg = {"auto.create.topics.enable": "true", "num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
     cfg.update(overrides or {})
     try:
         from tests.helpers import start_broker
