@@ -82,8 +82,8 @@ class Broker:
         self.log_manager = LogManager.open(list(config.log_dirs), log_config_for(config, topic_config(config, {})),
                                            topic_configs=topic_log_configs)
         clean = all(self.log_manager.was_clean_shutdown.values())
-        log.info("loaded %d partition logs (%s shutdown)", len(self.log_manager.logs), "clean" if clean else
-                 "unclean: recovered")
+        log.info("loaded %d partition logs (%s)", len(self.log_manager.logs),
+                 "after a clean shutdown" if clean else "no clean-shutdown marker: logs recovered")
         self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata, self.controller)
         self.replica_manager.apply_metadata(records)
         self.controller.subscribers.append(self._on_metadata)

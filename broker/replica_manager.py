@@ -104,7 +104,7 @@ class ReplicaManager:
             partition.configs = configs
             partition.log.config = log_config_for(self.config, configs)
             if partition.update(state.leader, state.leader_epoch, state.partition_epoch, state.replicas, state.isr):
-                log.info("%s-%d: leader with epoch %d from offset %d", topic.name, index, state.leader_epoch,
+                log.info("%s-%d: leading in epoch %d from offset %d", topic.name, index, state.leader_epoch,
                          partition.log.log_end_offset)
 
     def _remove_topic(self, topic_id: bytes) -> None:
