@@ -97,10 +97,24 @@ def test_epoch_rises_on_restart_and_consumers_read_across_it(broker: Target) -> 
         kp.close()
 
     # a fresh consumer sees both epochs, each on the records stamped with it
-    fresh = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic_name("g")})
+    fresh = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic_name("g"),
+                      "enable.auto.commit": False})
     fresh.assign([TopicPartition(name, 0, OFFSET_BEGINNING)])
     try:
-        assert [(m.offset(), m.leader_epoch()) for m in poll_n(fresh, 10)] == (
+        msgs = poll_n(fresh, 10)
+        assert [(m.offset(), m.leader_epoch()) for m in msgs] == (
             [(o, epoch0) for o in range(5)] + [(o, epoch1) for o in range(5, 10)])
+        # KIP-232: the committed offset carries the leader epoch of the record consumed (OffsetCommit v6+)
+        fresh.commit(message=msgs[6], asynchronous=False)
+        [committed] = fresh.committed([TopicPartition(name, 0)], timeout=10)
+        assert (committed.offset, committed.leader_epoch) == (7, epoch1)
     finally:
         fresh.close()
+
+    # KIP-101: the partition's leader-epoch-checkpoint names each epoch with its start offset
+    assert broker.data_dir is not None
+    [checkpoint] = broker.data_dir.rglob(f"{name}-0/leader-epoch-checkpoint")
+    lines = checkpoint.read_text().split("\n")
+    assert lines[0] == "0"  # format version
+    entries = [tuple(map(int, line.split())) for line in lines[2:2 + int(lines[1])]]
+    assert entries[-2:] == [(epoch0, 0), (epoch1, 5)], checkpoint.read_text()
