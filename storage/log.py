@@ -87,6 +87,7 @@ class ReadResult(NamedTuple):
     slices: list[FileSlice]
     size: int
     first_offset: int  # base offset of the first batch returned, -1 if none
+    next_offset: int  # offset after the last batch returned (where the next read starts)
 
 
 class UnexpectedAppendOffset(KafkaError):
@@ -247,14 +248,14 @@ class PartitionLog:
             self.producer_state.take_snapshot(base)
         self._add_segment(self._new_segment(base))
 
-    def maybe_roll(self, incoming_bytes: int = 0, last_offset: int | None = None) -> None:
+    def maybe_roll(self, incoming_bytes: int = 0, last_offset: int | None = None, now: int | None = None) -> None:
         segment = self.active_segment
         if segment.size == 0:
             return
         last = self.log_end_offset if last_offset is None else last_offset
         if (
             segment.size + incoming_bytes > self.config.segment_bytes
-            or self.clock() - segment.created_ms >= self.config.segment_ms
+            or (self.clock() if now is None else now) - segment.created_ms >= self.config.segment_ms
             or last - segment.base_offset > _MAX_RELATIVE_OFFSET
         ):
             self.roll()
@@ -353,11 +354,11 @@ class PartitionLog:
             num_records += header.records_count
             max_timestamp = max(max_timestamp, header.max_timestamp)
             offset = header.next_offset
-        self._write(view, stamped, offset - 1)
+        self._write(view, stamped, offset - 1, now)
         # KIP-101: the first append of a new leader epoch marks where that epoch starts.
         if leader_epoch >= 0 and leader_epoch > self.epoch_cache.latest_epoch:
             self.epoch_cache.assign(leader_epoch, first)
-        self._after_append(stamped, num_records)
+        self._after_append(stamped, num_records, now)
         return AppendInfo(first, offset - 1, max_timestamp, now if log_append else -1, num_records)
 
     def append_as_follower(self, buf: bytearray | memoryview) -> AppendInfo:
@@ -372,19 +373,20 @@ class PartitionLog:
                 )
             expected = header.next_offset
         first = batches[0][1].base_offset
-        self._write(view, batches, expected - 1)
+        now = self.clock()
+        self._write(view, batches, expected - 1, now)
         # KIP-101 step 4.7.1: the follower's epoch history comes from the batches it copies.
         for _, header in batches:
             if header.partition_leader_epoch >= 0:
                 self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         num_records = sum(header.records_count for _, header in batches)
-        self._after_append(batches, num_records)
+        self._after_append(batches, num_records, now)
         return AppendInfo(
             first, expected - 1, max(h.max_timestamp for _, h in batches), -1, num_records
         )
 
-    def _write(self, view: memoryview, batches: list[tuple[int, BatchHeader]], last: int) -> None:
-        self.maybe_roll(len(view), last)
+    def _write(self, view: memoryview, batches: list[tuple[int, BatchHeader]], last: int, now: int) -> None:
+        self.maybe_roll(len(view), last, now)
         segment = self.active_segment
         try:
             segment.append(view, batches)
@@ -396,14 +398,14 @@ class PartitionLog:
                 self.offline = True
             raise KafkaStorageError(f"append to {self.directory} failed: {exc}") from exc
 
-    def _after_append(self, batches: list[tuple[int, BatchHeader]], num_records: int) -> None:
+    def _after_append(self, batches: list[tuple[int, BatchHeader]], num_records: int, now: int) -> None:
         for _, header in batches:
             self.producer_state.on_append(header)
         self._unflushed_messages += num_records
         if (
             self.config.fsync_every_append
             or self._unflushed_messages >= self.config.flush_interval_messages
-            or self.clock() - self._last_flush_ms >= self.config.flush_interval_ms
+            or now - self._last_flush_ms >= self.config.flush_interval_ms
         ):
             self.flush()
 
@@ -445,19 +447,19 @@ class PartitionLog:
         for segment in self.segments[self._segment_index(offset) :]:
             if offset >= upper or (size >= max_bytes and slices):
                 break
-            piece, piece_first = segment.read(offset, max_bytes - size, upper, min_one_batch and not slices)
+            piece = segment.read(offset, max_bytes - size, upper, min_one_batch and not slices)
             if piece is None:
                 if segment.next_offset > offset and segment.size:
                     break  # stopped by the size or upper bound inside this segment
                 continue
-            slices.append(piece)
-            size += piece.size
+            file_slice, piece_first, offset = piece
+            slices.append(file_slice)
+            size += file_slice.size
             if first_offset < 0:
                 first_offset = piece_first
-            offset = max(offset, segment.next_offset)
-            if piece.position + piece.size < segment.size:
+            if file_slice.position + file_slice.size < segment.size:
                 break  # the segment had more: a limit stopped us
-        return ReadResult(slices, size, first_offset)
+        return ReadResult(slices, size, first_offset, offset)
 
     def read_bytes(
         self, offset: int, max_bytes: int, upper_bound: int | None = None, min_one_batch: bool = True

@@ -206,24 +206,28 @@ class LogSegment:
 
     def read(
         self, offset: int, max_bytes: int, upper_bound: int, include_first: bool
-    ) -> tuple[FileSlice | None, int]:
+    ) -> tuple[FileSlice, int, int] | None:
         """Whole batches from the one holding ``offset``, at most ``max_bytes`` (the first one
-        regardless when ``include_first``), none reaching ``upper_bound``. Returns (slice, first
-        offset)."""
+        regardless when ``include_first``), none reaching ``upper_bound``.
+
+        Returns (slice, first batch base offset, offset after the last batch), or None if no batch
+        qualifies."""
         found = self.find(offset)
         if found is None:
-            return None, -1
+            return None
         start, first = found
         end = start
+        next_offset = offset
         for pos, header in self.headers_from(start):
             if header.last_offset >= upper_bound:
                 break
             if pos + header.total_size - start > max_bytes and not (include_first and pos == start):
                 break
             end = pos + header.total_size
+            next_offset = header.next_offset
         if end == start:
-            return None, -1
-        return FileSlice(self.fd, start, end - start), first.base_offset
+            return None
+        return FileSlice(self.fd, start, end - start), first.base_offset, next_offset
 
     def timestamp_start(self, timestamp: int) -> Iterator[tuple[int, BatchHeader]]:
         """Batches from a point before which every batch's max timestamp is < ``timestamp``."""

@@ -96,6 +96,7 @@ def test_reads_return_whole_batches_and_the_first_even_when_too_big(log: Partiti
     assert log.read(0, one * 2 + 5).size == 2 * one
     result = log.read(3, 1 << 20)
     assert result.first_offset == 2 and offsets_in(log.read_bytes(3, 1 << 20))[0] == 2
+    assert result.next_offset == 10 and log.read(0, one).next_offset == 2
 
 
 def test_reads_stop_below_the_upper_bound(log: PartitionLog) -> None:
