@@ -6,6 +6,7 @@ Arguments after `--` go to every module's main(argv), e.g. `python -m bench benc
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,10 @@ def discover() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        print(f"modules: {', '.join(discover())}")
+        return 0
     extra: list[str] = []
     if "--" in args:
         cut = args.index("--")
@@ -32,8 +37,12 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         module = importlib.import_module(f"bench.{name}")
         try:
-            module.main(extra) if extra else module.main([])
-        except Exception as exc:  # one failing benchmark must not hide the others' tables
+            # main(argv) gets the arguments after --; a main() without parameters is called bare
+            if inspect.signature(module.main).parameters:
+                module.main(extra)
+            else:
+                module.main()
+        except (Exception, SystemExit) as exc:  # one failing benchmark must not hide the others' tables
             print(f"bench.{name} failed: {exc!r}", file=sys.stderr)
             failed.append(name)
         print(f"=== bench.{name}: {time.perf_counter() - t0:.1f}s ===", flush=True)
