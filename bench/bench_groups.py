@@ -1,0 +1,164 @@
+"""Group benchmark: the same confluent-kafka workload, in the same run, against our broker and against Tansu.
+
+Two measurements per run, each broker freshly started:
+- time for a group of 3 consumers, subscribing together to a 6-partition topic, to reach Stable (every
+  partition assigned, each consumer holding some) from the moment they subscribe;
+- synchronous commit throughput: one group member commits one offset at a time with `commit(asynchronous=
+  False)` (OffsetCommit, appended to `__consumer_offsets` before the answer) for a fixed time; commits/s.
+
+Both brokers run with session.timeout.ms 6000 on the clients. Ours runs with group.initial.rebalance.delay.ms
+at --initial-delay-ms (default 0, as a test broker runs; Kafka's default of 3000 ms adds exactly that to the
+first join of an empty group, by design). Ratios are ours / Tansu: above 1 means ours takes longer (join) or
+commits more per second (throughput).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.common import BrokerProc, fmt_spread, print_table, spread, start_ours, start_tansu, write_results
+
+PARTITIONS = 6
+MEMBERS = 3
+SESSION_MS = 6000
+JOIN_TIMEOUT_S = 90.0
+
+
+@dataclass
+class RunResult:
+    broker: str
+    stable_s: float
+    commits_per_s: float
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+        future.result(30)
+
+
+def consumer(bootstrap: str, group: str) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                     "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500,
+                     "auto.offset.reset": "earliest"})
+
+
+def time_to_stable(bootstrap: str, topic: str) -> float:
+    """Seconds from subscribe() to a group of MEMBERS sharing every partition."""
+    group = f"bench-stable-{uuid.uuid4().hex[:8]}"
+    members = [consumer(bootstrap, group) for _ in range(MEMBERS)]
+    assignments: list[list[int]] = [[] for _ in members]
+    stop = threading.Event()
+
+    def run(i: int) -> None:
+        def on_assign(_: Consumer, partitions: list[TopicPartition]) -> None:
+            assignments[i] = [p.partition for p in partitions]
+
+        members[i].subscribe([topic], on_assign=on_assign, on_revoke=lambda *_: assignments.__setitem__(i, []))
+        while not stop.is_set():
+            members[i].poll(0.05)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(MEMBERS)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    try:
+        while True:
+            owned = [p for a in assignments for p in a]
+            if sorted(owned) == list(range(PARTITIONS)) and all(assignments):
+                return time.perf_counter() - start
+            if time.perf_counter() - start > JOIN_TIMEOUT_S:
+                raise TimeoutError(f"no stable group of {MEMBERS} within {JOIN_TIMEOUT_S} s")
+            time.sleep(0.005)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        for m in members:
+            m.close()
+
+
+def commit_rate(bootstrap: str, topic: str, seconds: float) -> float:
+    """Synchronous commits per second by one member of a stable group."""
+    member = consumer(bootstrap, f"bench-commit-{uuid.uuid4().hex[:8]}")
+    assigned = threading.Event()
+    member.subscribe([topic], on_assign=lambda *_: assigned.set())
+    try:
+        deadline = time.perf_counter() + JOIN_TIMEOUT_S
+        while not assigned.is_set():
+            if time.perf_counter() > deadline:
+                raise TimeoutError("the commit benchmark's consumer was never assigned")
+            member.poll(0.05)
+        commits = 0
+        start = time.perf_counter()
+        while (elapsed := time.perf_counter() - start) < seconds:
+            commits += 1
+            member.commit(offsets=[TopicPartition(topic, commits % PARTITIONS, commits)], asynchronous=False)
+        return commits / elapsed
+    finally:
+        member.close()
+
+
+def run_once(which: str, workdir: Path, commit_seconds: float, initial_delay_ms: int) -> RunResult:
+    starter = start_tansu(workdir) if which == "tansu" else start_ours(
+        workdir, {"group.initial.rebalance.delay.ms": str(initial_delay_ms), "offsets.topic.num.partitions": "5"})
+    with starter as broker:
+        broker: BrokerProc
+        topic = f"bench-groups-{uuid.uuid4().hex[:8]}"
+        create_topic(broker.bootstrap, topic)
+        stable_s = time_to_stable(broker.bootstrap, topic)
+        rate = commit_rate(broker.bootstrap, topic, commit_seconds)
+    return RunResult(which, stable_s, rate)
+
+
+def summarize(runs: list[RunResult]) -> list[list[str]]:
+    def values(broker: str, attr: str) -> list[float]:
+        return [getattr(r, attr) for r in runs if r.broker == broker]
+
+    rows = []
+    for label, attr, digits in (("3 consumers to Stable (s)", "stable_s", 2), ("sync commits/s", "commits_per_s", 0)):
+        ours, tansu = values("ours", attr), values("tansu", attr)
+        ratio = f"{spread(ours)[0] / spread(tansu)[0]:.2f}x" if ours and tansu else "-"
+        rows.append([label, fmt_spread(ours, digits) if ours else "-", fmt_spread(tansu, digits) if tansu else "-",
+                     ratio])
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.bench_groups", description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--commit-seconds", type=float, default=3.0)
+    ap.add_argument("--initial-delay-ms", type=int, default=0, help="our group.initial.rebalance.delay.ms")
+    ap.add_argument("--only", choices=["ours", "tansu"], help="measure one broker only")
+    args = ap.parse_args(argv)
+    brokers = [args.only] if args.only else ["ours", "tansu"]
+    runs: list[RunResult] = []
+    with tempfile.TemporaryDirectory(prefix="epoch-bench-groups-") as tmp:
+        for i in range(args.runs):
+            for which in brokers:  # alternate, so drift on the machine hits both alike
+                workdir = Path(tmp) / f"{which}-{i}"
+                workdir.mkdir()
+                r = run_once(which, workdir, args.commit_seconds, args.initial_delay_ms)
+                print(f"run {i + 1}/{args.runs} {which}: stable in {r.stable_s:.2f} s, "
+                      f"{r.commits_per_s:.0f} commits/s", flush=True)
+                runs.append(r)
+    table = summarize(runs)
+    print_table(f"groups, confluent-kafka, median (min-max) of {args.runs} runs; ours with "
+                f"group.initial.rebalance.delay.ms={args.initial_delay_ms}",
+                ["metric", "ours", "tansu", "ours/tansu"], table)
+    path = write_results("bench_groups", {"initial_delay_ms": args.initial_delay_ms,
+                                          "runs": [asdict(r) for r in runs], "table": table})
+    print(f"results: {path}")
+
+
+if __name__ == "__main__":
+    main()
