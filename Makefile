@@ -26,7 +26,7 @@ run: install
 # pytest's own exit status is kept in .venv/.pytest-status (make itself exits 2 on any failure)
 test: install interop-deps
 	@rm -f $(VENV)/.pytest-status
-	$(PY) -m pytest -q $(PYTEST_ARGS); status=$$?; echo $$status > $(VENV)/.pytest-status; exit $$status
+	$(PY) -m pytest -q --durations=10 $(PYTEST_ARGS); status=$$?; echo $$status > $(VENV)/.pytest-status; exit $$status
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow and not interop" $(PYTEST_ARGS)
