@@ -8,7 +8,9 @@ Start order (each step needs the one before):
 3. The server binds its socket; then, without yielding to the event loop (so no request can run in between),
    the broker registers with the controller, which bumps the leader epoch of every partition it leads
    (KIP-101's returning leader), and each partition records (new epoch, log end) in its leader-epoch-checkpoint.
-4. The group coordinator starts, then the ready line is printed by the CLI.
+4. The group coordinator starts: it creates nothing (`__consumer_offsets` comes with the first group request)
+   and replays the partitions of an existing `__consumer_offsets` in the background, answering
+   COORDINATOR_LOAD_IN_PROGRESS for their groups meanwhile. Then the ready line is printed by the CLI.
 
 Stop (SIGTERM/SIGINT): stop accepting, answer long polls, let in-flight requests finish, stop the group
 coordinator, close every log (flush, producer-state snapshot, checkpoints, clean-shutdown marker).

@@ -11,8 +11,12 @@ Rules:
   the first join phase of an empty group waits `group.initial.rebalance.delay.ms` (extended while new
   members keep arriving, up to the rebalance timeout), as Kafka does, so a group forms in one generation.
 - A member parked in JoinGroup or SyncGroup is kept alive; its session timer restarts with the answer.
+- `__consumer_offsets` is created lazily, as in Kafka: by the first FindCoordinator for a group key, or the first
+  JoinGroup/OffsetCommit, never at broker start (`ensure_offsets_topic`). Once it exists, `start()` replays the
+  partitions led here in background tasks, so the broker listens at once; a group whose partition is still
+  loading gets COORDINATOR_LOAD_IN_PROGRESS, which clients retry.
 - Durability: every commit, group metadata change and deletion is appended to the group's `__consumer_offsets`
-  partition (formats in `broker/groups/records.py`) and replicated before it is answered; `start()` replays the
+  partition (formats in `broker/groups/records.py`) and replicated before it is answered; loading replays the
   partitions, so offsets and groups survive a restart. Commits apply in memory after their append; deletions
   apply first (DeleteGroups marks the group Dead while its tombstones are written, so nobody joins it).
   Writes that no request waits for (a group turned empty, a deleted topic, expiry) run as tracked tasks.
@@ -51,6 +55,7 @@ MIN_SESSION_TIMEOUT_MS = 6_000  # group.min.session.timeout.ms
 MAX_SESSION_TIMEOUT_MS = 1_800_000  # group.max.session.timeout.ms
 OFFSET_METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes
 RETENTION_CHECK_INTERVAL_S = 600.0  # offsets.retention.check.interval.ms
+LOAD_YIELD_RECORDS = 1000  # loading yields to the event loop this often
 
 NO_OFFSET = -1
 
@@ -124,35 +129,77 @@ class GroupCoordinator:
         self.owned: set[int] = set()
         self._retention_timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task] = set()
+        self._loading: dict[int, asyncio.Task] = {}  # partitions being replayed (COORDINATOR_LOAD_IN_PROGRESS)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Create `__consumer_offsets` if needed and load every partition this broker leads."""
-        await self.broker.replica_manager.ensure_internal_topic(
-            OFFSETS_TOPIC, self.num_partitions, OFFSETS_TOPIC_CONFIGS
-        )
-        for partition in range(self.num_partitions):
-            if self._leads(partition):
-                self.load(partition)
+        """Start following the metadata; if `__consumer_offsets` exists, load the partitions led here in the
+        background (returns without waiting for them). Never creates the topic."""
         self.broker.controller.subscribers.append(self._on_metadata)
         self._schedule_retention_check()
+        self._load_led()
 
     async def stop(self) -> None:
         if self._retention_timer is not None:
             self._retention_timer.cancel()
+        for task in list(self._loading.values()):
+            task.cancel()
+        if self._loading:
+            await asyncio.gather(*self._loading.values(), return_exceptions=True)
         for partition in list(self.owned):
             self.unload(partition)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    def load(self, partition: int) -> None:
-        """Replay one `__consumer_offsets` partition into groups (later records win, tombstones delete)."""
+    def _topic_exists(self) -> bool:
+        return OFFSETS_TOPIC in self.broker.metadata.topics_by_name
+
+    async def ensure_offsets_topic(self) -> None:
+        """Create `__consumer_offsets` unless it exists (first FindCoordinator or group write), and return once
+        the partitions of a topic created here are loaded (they are empty: immediate). Raises KafkaError."""
+        if self._topic_exists():
+            return
+        await self.broker.replica_manager.ensure_internal_topic(OFFSETS_TOPIC, self.num_partitions,
+                                                                OFFSETS_TOPIC_CONFIGS)
+        self._load_led()
+        await self.wait_loaded()
+
+    async def wait_loaded(self) -> None:
+        """Return once no partition is loading."""
+        while self._loading:
+            await asyncio.gather(*list(self._loading.values()), return_exceptions=True)
+
+    def _load_led(self) -> None:
+        """Start loading every partition led here that is neither loaded nor loading."""
+        if not self._topic_exists():
+            return
+        loop = asyncio.get_running_loop()
+        for partition in range(self.num_partitions):
+            if partition not in self.owned and partition not in self._loading and self._leads(partition):
+                self._loading[partition] = loop.create_task(self._load_in_background(partition))
+
+    async def _load_in_background(self, partition: int) -> None:
+        try:
+            await self.load(partition)
+        except Exception:
+            log.exception("loading __consumer_offsets-%d failed", partition)
+        finally:
+            self._loading.pop(partition, None)
+
+    async def load(self, partition: int) -> None:
+        """Replay one `__consumer_offsets` partition into groups (later records win, tombstones delete).
+
+        Yields to the event loop every LOAD_YIELD_RECORDS records, so a large partition does not stall the
+        broker; the groups appear at once at the end (no await in between), when the partition becomes owned.
+        """
         metadata: dict[str, Any] = {}
-        offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        offsets: dict[str, dict[tuple[str, int], tuple[Any, str]]] = {}
         count = 0
         for _, key_bytes, value_bytes in self.broker.replica_manager.read_internal(OFFSETS_TOPIC, partition, 0):
             count += 1
+            if count % LOAD_YIELD_RECORDS == 0:
+                await asyncio.sleep(0)
             key = records.decode_key(key_bytes)
             if isinstance(key, records.GroupKey):
                 metadata[key.group] = None if value_bytes is None else records.decode_group_value(value_bytes)
@@ -161,13 +208,16 @@ class GroupCoordinator:
             if value_bytes is None:
                 group_offsets.pop((key.topic, key.partition), None)
             else:
-                v = records.decode_offset_value(value_bytes)
-                group_offsets[(key.topic, key.partition)] = CommittedOffset(
-                    v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, self._topic_id(key.topic)
-                )
+                group_offsets[(key.topic, key.partition)] = (records.decode_offset_value(value_bytes), key.topic)
+        if not self._leads(partition):  # leadership moved (or the topic went) while loading
+            return
         for group_id in metadata.keys() | offsets.keys():
             value = metadata.get(group_id)
-            group_offsets = offsets.get(group_id, {})
+            # Topic ids from the metadata as it is now, after the last await (a topic deleted meanwhile counts).
+            group_offsets = {
+                k: CommittedOffset(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, self._topic_id(topic))
+                for k, (v, topic) in offsets.get(group_id, {}).items()
+            }
             if value is None and not group_offsets:
                 continue
             group = Group(group_id, partition, offsets=group_offsets)
@@ -224,16 +274,22 @@ class GroupCoordinator:
         return None if state is None else state.topic_id
 
     def _on_metadata(self, metadata_records: list[Any]) -> None:
-        """A deleted topic takes its committed offsets with it (KIP-232)."""
+        """A deleted topic takes its committed offsets with it (KIP-232); a partition newly led here loads."""
+        self._load_led()
         deleted = {r.topic_id for r in metadata_records if isinstance(r, RemoveTopicRecord)}
         if deleted:
             for group in list(self.groups.values()):
                 self._spawn(self._delete_offsets(group, [k for k, c in group.offsets.items() if c.topic_id in deleted]))
 
     def coordinator_error(self, group_id: str) -> ErrorCode:
-        # Loading is synchronous, so there is no COORDINATOR_LOAD_IN_PROGRESS window to report.
-        owned = partition_for(group_id, self.num_partitions) in self.owned
-        return ErrorCode.NONE if owned else ErrorCode.NOT_COORDINATOR
+        partition = partition_for(group_id, self.num_partitions)
+        if partition in self.owned:
+            return ErrorCode.NONE
+        if partition in self._loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if not self._topic_exists():  # nobody asked for a coordinator yet: as Kafka before the topic exists
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.NOT_COORDINATOR
 
     def find_coordinator(self, group_id: str) -> tuple[ErrorCode, int, str, int]:
         """(error, node id, host, port) of the leader of the group's `__consumer_offsets` partition."""
@@ -316,6 +372,10 @@ class GroupCoordinator:
         client_host: str,
         require_known_member_id: bool,
     ) -> JoinResult:
+        try:
+            await self.ensure_offsets_topic()
+        except KafkaError:
+            return JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id)
         error = self.coordinator_error(group_id)
         if error is ErrorCode.NONE and not group_id:
             error = ErrorCode.INVALID_GROUP_ID
@@ -681,6 +741,10 @@ class GroupCoordinator:
         offsets: list[OffsetToCommit],
     ) -> list[ErrorCode]:
         """One error per entry of `offsets`, in order."""
+        try:
+            await self.ensure_offsets_topic()
+        except KafkaError:
+            return [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(offsets)
         error = self._commit_error(group_id, generation_id, member_id, group_instance_id)
         if error is not ErrorCode.NONE:
             return [error] * len(offsets)

@@ -1,7 +1,8 @@
 """FindCoordinator · v0-6 · where a group's coordinator is.
 
 Behaviour: for key type 0 (group) the coordinator is the leader of the group's `__consumer_offsets`
-partition, `abs(java hashCode(group_id)) % offsets.topic.num.partitions`, so it moves with leadership.
+partition, `abs(java hashCode(group_id)) % offsets.topic.num.partitions`, so it moves with leadership. The first
+group key creates `__consumer_offsets` (lazily, as Kafka does); if that fails the answer is COORDINATOR_NOT_AVAILABLE.
 v0-3 ask for one key; v4+ batch `coordinator_keys` and answer one entry per key.
 Skipped: key type 1 (transaction) answers COORDINATOR_NOT_AVAILABLE: there is no transaction coordinator;
 other key types get INVALID_REQUEST.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.dispatch import RequestContext, handles
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import find_coordinator as messages
 
 KEY_TYPE_GROUP = 0
@@ -27,17 +28,32 @@ def _locate(context: RequestContext, key_type: int, key: str) -> tuple[ErrorCode
     return ErrorCode.INVALID_REQUEST, -1, "", -1
 
 
+def _unavailable(context: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+
+
+async def _ensure_offsets_topic(context: RequestContext) -> ErrorCode:
+    try:
+        await context.broker.group_coordinator.ensure_offsets_topic()
+    except KafkaError:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.NONE
+
+
 @handles(messages.API, "0-6")
-def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: Any) -> Any:
     response = messages.RESPONSE.cls()
+    locate = _locate
+    if request.key_type == KEY_TYPE_GROUP and await _ensure_offsets_topic(context) is not ErrorCode.NONE:
+        locate = _unavailable
     if context.api_version >= 4:
         for key in request.coordinator_keys:
-            error, node_id, host, port = _locate(context, request.key_type, key)
+            error, node_id, host, port = locate(context, request.key_type, key)
             response.coordinators.append(messages.RESPONSE.Coordinator(
                 key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=None
             ))
         return response
-    error, node_id, host, port = _locate(context, request.key_type, request.key)
+    error, node_id, host, port = locate(context, request.key_type, request.key)
     response.error_code = error
     response.error_message = None
     response.node_id, response.host, response.port = node_id, host, port

@@ -83,8 +83,12 @@ def delete_topic(broker: FakeBroker, name: str) -> None:
 
 
 async def started(broker: FakeBroker) -> GroupCoordinator:
+    """A coordinator as a client finds it: started, `__consumer_offsets` created (by its FindCoordinator) and
+    every partition loaded."""
     coordinator = GroupCoordinator(broker)
     await coordinator.start()
+    await coordinator.ensure_offsets_topic()
+    await coordinator.wait_loaded()
     return coordinator
 
 
@@ -363,6 +367,35 @@ async def test_offsets_and_groups_survive_a_restart(broker: FakeBroker, coordina
     assert reloaded.heartbeat("g", member, None, generation) == ErrorCode.NONE
     assert [(o.offset, o.leader_epoch) for o in reloaded.fetch_offsets("g", [("t", [0])])[1]] == [(10, 2)]
     assert [(o.offset, o.leader_epoch) for o in reloaded.fetch_offsets("simple", None)[1]] == [(3, 1)]
+    await reloaded.stop()
+
+
+async def test_the_offsets_topic_is_created_lazily_by_the_first_group_request(broker: FakeBroker) -> None:
+    coordinator = GroupCoordinator(broker)
+    await coordinator.start()
+    assert OFFSETS_TOPIC not in broker.metadata.topics_by_name  # broker start creates nothing
+    assert coordinator.coordinator_error("g") == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert coordinator.fetch_offsets("g", None)[0] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert await commit(coordinator, offset=4) == [ErrorCode.NONE]  # a group write creates it
+    assert OFFSETS_TOPIC in broker.metadata.topics_by_name
+    assert [o.offset for o in coordinator.fetch_offsets("g", [("t", [0])])[1]] == [4]
+    await coordinator.stop()
+
+
+async def test_loading_after_a_restart_runs_in_the_background(broker: FakeBroker, coordinator: Any,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("broker.group_coordinator.LOAD_YIELD_RECORDS", 2)
+    for partition in range(3):
+        assert await commit(coordinator, partition=partition, offset=10 + partition) == [ErrorCode.NONE]
+    await coordinator.stop()
+    reloaded = GroupCoordinator(broker)
+    await reloaded.start()  # returns before the partitions are replayed
+    assert reloaded.coordinator_error("g") == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert reloaded.fetch_offsets("g", None)[0] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert (await join(reloaded, group="g")).error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    await reloaded.wait_loaded()
+    assert reloaded.coordinator_error("g") == ErrorCode.NONE
+    assert [o.offset for o in reloaded.fetch_offsets("g", None)[1]] == [10, 11, 12]
     await reloaded.stop()
 
 
