@@ -8,9 +8,9 @@ Start order (each step needs the one before):
 3. The server binds its socket; then, without yielding to the event loop (so no request can run in between),
    the broker registers with the controller, which bumps the leader epoch of every partition it leads
    (KIP-101's returning leader), and each partition records (new epoch, log end) in its leader-epoch-checkpoint.
-4. The group coordinator starts: it creates nothing (`__consumer_offsets` comes with the first group request)
-   and replays the partitions of an existing `__consumer_offsets` in the background, answering
-   COORDINATOR_LOAD_IN_PROGRESS for their groups meanwhile. Then the ready line is printed by the CLI.
+4. If `__consumer_offsets` exists, the group coordinator starts and replays its partitions in the background
+   (answering COORDINATOR_LOAD_IN_PROGRESS for their groups meanwhile); otherwise the coordinator (module
+   included) is made on first use by a group API, which creates the topic. Then the CLI prints the ready line.
 
 Stop (SIGTERM/SIGINT): stop accepting, answer long polls, let in-flight requests finish, stop the group
 coordinator, close every log (flush, producer-state snapshot, checkpoints, clean-shutdown marker).
@@ -40,6 +40,7 @@ from storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 
+OFFSETS_TOPIC = "__consumer_offsets"  # as broker.group_coordinator, which is imported only when needed
 MAINTENANCE_INTERVAL_S = 5.0  # flush.ms, retention and offset checkpoints
 
 
@@ -53,7 +54,7 @@ class Broker:
         self.controller: Controller | None = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
-        self.group_coordinator: Any = None
+        self._group_coordinator: Any = None  # made on first use (`group_coordinator`), or at start if needed
         self.server: KafkaServer | None = None
         self.dispatcher: Dispatcher | None = None
         self._producer_ids = iter(())
@@ -101,7 +102,8 @@ class Broker:
             self.node_id, self.incarnation_id, config.advertised.host, config.advertised.port)
         self.replica_manager.remove_strays()
         self.log_manager.checkpoint()
-        await self._start_group_coordinator()
+        if OFFSETS_TOPIC in self.metadata.topics_by_name:  # groups to load (in the background)
+            _ = self.group_coordinator
         self._maintenance = asyncio.create_task(self._maintain())
         log.info("node %d registered with broker epoch %d; %d partitions hosted", self.node_id,
                  self.broker_epoch, len(self.replica_manager.partitions))
@@ -113,14 +115,19 @@ class Broker:
         assert self.replica_manager is not None
         self.replica_manager.apply_metadata(records)
 
-    async def _start_group_coordinator(self) -> None:
-        try:
-            module = importlib.import_module("broker.group_coordinator")
-        except ModuleNotFoundError:
-            log.info("no group coordinator in this build: group APIs are not served")
-            return
-        self.group_coordinator = module.GroupCoordinator(self)
-        await self.group_coordinator.start()
+    @property
+    def group_coordinator(self) -> Any:
+        """The group coordinator, made and started on first use: a broker nobody asks about groups never
+        imports it nor creates `__consumer_offsets`. None in a build without one."""
+        if self._group_coordinator is None:
+            try:
+                module = importlib.import_module("broker.group_coordinator")
+            except ModuleNotFoundError:
+                log.info("no group coordinator in this build: group APIs are not served")
+                return None
+            self._group_coordinator = module.GroupCoordinator(self)
+            self._group_coordinator.open()
+        return self._group_coordinator
 
     async def _maintain(self) -> None:
         assert self.log_manager is not None
@@ -141,8 +148,8 @@ class Broker:
             self.replica_manager.release_waiters()
         if self.server is not None:
             await self.server.stop()
-        if self.group_coordinator is not None:
-            await self.group_coordinator.stop()
+        if self._group_coordinator is not None:
+            await self._group_coordinator.stop()
         if self.log_manager is not None:
             self.log_manager.shutdown()
         if self.controller is not None:

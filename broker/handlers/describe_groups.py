@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from broker.dispatch import RequestContext, handles
-from broker.groups.group import GroupState
 from protocol.messages import describe_groups as messages
 
 R = messages.RESPONSE
@@ -19,6 +18,8 @@ R = messages.RESPONSE
 
 @handles(messages.API, "0-5")
 def handle(context: RequestContext, request: Any) -> Any:
+    from broker.groups.group import GroupState  # imported on first group use, not at start
+
     response = R.cls()
     for group_id in request.groups:
         error, group = context.broker.group_coordinator.describe_group(group_id)
