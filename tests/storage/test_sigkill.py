@@ -2,7 +2,8 @@
 
 After each kill the log is reopened (unclean: no clean-shutdown marker) and must be a prefix of the
 child's deterministic batch sequence, with valid CRCs, contiguous offsets and an epoch cache that
-agrees with the batches. The child then resumes from the recovered end.
+agrees with the batches, and must keep every batch an earlier check saw. The child then resumes
+from the recovered end.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ CHILD = pathlib.Path(__file__).with_name("crash_child.py")
 ROOT = pathlib.Path(__file__).parents[2]
 
 
-def check(log_dir: str, rng: random.Random) -> int:
+def check(log_dir: str, rng: random.Random, decoded: int) -> int:
+    """Check the reopened log; records are decoded only from batch ``decoded`` on (earlier ones
+    were decoded after an earlier kill, and their bytes are still CRC-checked)."""
     manager = LogManager.open([log_dir], CONFIG)
     log = manager.get_log("crash", 0)
     if log is None:  # killed before the partition directory existed
@@ -37,9 +40,9 @@ def check(log_dir: str, rng: random.Random) -> int:
         header = parse_header(raw)
         assert header.base_offset == offset, "offsets must be contiguous from 0"
         assert header.partition_leader_epoch == epoch_for(i)
-        expected = records_for(i)
-        got = list(iter_records(raw, 0, header))
-        assert [(r.key, r.value, r.timestamp) for r in got] == [(k, v, ts) for k, v, _, ts in expected]
+        if i >= decoded:
+            got = [(r.key, r.value, r.timestamp) for r in iter_records(raw, 0, header)]
+            assert got == [(k, v, ts) for k, v, _, ts in records_for(i)]
         offset = header.next_offset
     assert log.log_end_offset == offset
     assert batches_below(offset) == len(batches)
@@ -74,7 +77,11 @@ def run(tmp_path: pathlib.Path, iterations: int) -> None:
             child.send_signal(signal.SIGKILL)
             child.wait()
         assert child.returncode == -signal.SIGKILL
-        progress.append(check(log_dir, rng))
+        before = progress[-1] if progress else 0
+        progress.append(check(log_dir, rng, before))
+        # SIGKILL is not a power loss: the page cache keeps every completed write, so a batch
+        # seen after one kill is never lost after a later one.
+        assert progress[-1] >= before
     assert progress[-1] > 0, "the child never got anything written"
 
 
@@ -83,5 +90,6 @@ def test_the_log_survives_sigkill_at_random_moments(tmp_path: pathlib.Path) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_the_log_survives_many_more_sigkills(tmp_path: pathlib.Path) -> None:
     run(tmp_path, 400)
