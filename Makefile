@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install interop-deps run test test-fast test-interop bench lint clean
+.PHONY: install interop-deps run test test-fast test-nightly test-interop bench lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,10 +26,13 @@ run: install
 # pytest's own exit status is kept in .venv/.pytest-status (make itself exits 2 on any failure)
 test: install interop-deps
 	@rm -f $(VENV)/.pytest-status
-	$(PY) -m pytest -q --durations=10 $(PYTEST_ARGS); status=$$?; echo $$status > $(VENV)/.pytest-status; exit $$status
+	$(PY) -m pytest -q --durations=10 -m "not nightly" $(PYTEST_ARGS); status=$$?; echo $$status > $(VENV)/.pytest-status; exit $$status
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow and not interop" $(PYTEST_ARGS)
+
+test-nightly: install
+	$(PY) -m pytest -q -m nightly --timeout=1800 $(PYTEST_ARGS)
 
 test-interop: install interop-deps
 	$(PY) -m pytest -q tests/interop $(PYTEST_ARGS)

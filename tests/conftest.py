@@ -6,5 +6,5 @@ import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Longer variants of tests (nightly-style); `make test-fast` deselects them with -m "not slow".
-    config.addinivalue_line("markers", "slow: long-running variant, deselect with -m 'not slow'")
+    # `make test` (CI) deselects nightly; `make test-nightly` runs only them.
+    config.addinivalue_line("markers", "nightly: long soak variant of a CI test, run by `make test-nightly`")

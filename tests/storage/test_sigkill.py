@@ -89,7 +89,7 @@ def test_the_log_survives_sigkill_at_random_moments(tmp_path: pathlib.Path) -> N
     run(tmp_path, 50)
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 @pytest.mark.timeout(1200)
 def test_the_log_survives_many_more_sigkills(tmp_path: pathlib.Path) -> None:
     run(tmp_path, 400)
