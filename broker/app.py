@@ -3,11 +3,11 @@
 Start order (each step needs the one before):
 1. The embedded controller replays its metadata log (`broker/controller/store.py`) into its image, and the
    broker's `MetadataCache` applies the same records.
-2. The `LogManager` opens every partition log (recovering after an unclean shutdown) and the `ReplicaManager`
-   attaches them to the partitions the metadata places here.
+2. The `LogManager` opens every partition log (recovering after an unclean shutdown).
 3. The server binds its socket; then, without yielding to the event loop (so no request can run in between),
    the broker registers with the controller, which bumps the leader epoch of every partition it leads
-   (KIP-101's returning leader), and each partition records (new epoch, log end) in its leader-epoch-checkpoint.
+   (KIP-101's returning leader); the `ReplicaManager` attaches the logs to the partitions the metadata places
+   here, each led one recording (new epoch, log end) in its leader-epoch-checkpoint, once.
 4. If `__consumer_offsets` exists, the group coordinator starts and replays its partitions in the background
    (answering COORDINATOR_LOAD_IN_PROGRESS for their groups meanwhile); otherwise the coordinator (module
    included) is made on first use by a group API, which creates the topic. Then the CLI prints the ready line.
@@ -88,7 +88,6 @@ class Broker:
         log.info("loaded %d partition logs (%s)", len(self.log_manager.logs),
                  "after a clean shutdown" if clean else "no clean-shutdown marker: logs recovered")
         self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata, self.controller)
-        self.replica_manager.apply_metadata(records)
         self.controller.subscribers.append(self._on_metadata)
         self.dispatcher = Dispatcher(self)
         self.server = KafkaServer(self.dispatcher, config.socket_request_max_bytes, config.connections_max_idle_ms)
@@ -100,6 +99,10 @@ class Broker:
         # No await from here to the end of registration: no request runs before the epochs are bumped.
         self.broker_epoch = self.controller.register_broker(
             self.node_id, self.incarnation_id, config.advertised.host, config.advertised.port)
+        # Partitions are attached only now: registration's epoch bumps (applied by `_on_metadata`) create the ones
+        # led here directly in their new epoch, so each writes its leader-epoch-checkpoint once, not first for
+        # the epoch it had before the restart; this attaches the rest (and is a no-op for those).
+        self.replica_manager.apply_metadata(records)
         self.replica_manager.remove_strays()
         self.log_manager.checkpoint()
         if OFFSETS_TOPIC in self.metadata.topics_by_name:  # groups to load (in the background)
