@@ -23,6 +23,7 @@ from protocol.messages import (
     describe_cluster,
     describe_configs,
     fetch,
+    find_coordinator,
     init_producer_id,
     list_offsets,
     metadata,
@@ -264,3 +265,29 @@ async def test_idle_connections_are_closed(tmp_path: Any) -> None:
         writer.close()
     finally:
         await idle_broker.stop()
+
+
+async def test_consumer_offsets_is_made_by_the_first_find_coordinator_and_reloaded_after_a_restart(
+        tmp_path: Any) -> None:
+    config = build_config([("listeners", "PLAINTEXT://127.0.0.1:0"), ("log.dirs", str(tmp_path / "data")),
+                           ("offsets.topic.num.partitions", "3")])
+    first = Broker(config)
+    await first.start()
+    try:
+        assert "__consumer_offsets" not in first.metadata.topics_by_name  # not made at start
+        assert first._group_coordinator is None  # nor the coordinator
+        async with await KafkaClient.connect(f"127.0.0.1:{first.advertised.port}") as c:
+            found = await c.request(find_coordinator.API, 3, find_coordinator.REQUEST.cls(key="g", key_type=0))
+            assert (found.error_code, found.node_id, found.port) == (0, 0, first.advertised.port)
+        assert first.replica_manager.get("__consumer_offsets", 0).leader_epoch == 0
+    finally:
+        await first.stop()
+    again = Broker(config)
+    await again.start()
+    try:
+        # Loaded in the background: the partitions are led in their bumped epoch before any request runs.
+        assert again.replica_manager.get("__consumer_offsets", 0).leader_epoch == 1
+        await again.group_coordinator.wait_loaded()
+        assert again.group_coordinator.owned == {0, 1, 2}
+    finally:
+        await again.stop()
