@@ -443,16 +443,11 @@ class GroupCoordinator:
         if group.state is GroupState.STABLE and unchanged and member_id != group.leader_id:
             # A follower rejoining with nothing new: no rebalance (the leader's rejoin does trigger one).
             return self._join_result(group, member)
-        waiter = self._park_join(group, member)
         member.protocols = joining.protocols
         member.session_timeout_ms = joining.session_timeout_ms
         member.rebalance_timeout_ms = joining.rebalance_timeout_ms
         member.client_id, member.client_host = joining.client_id, joining.client_host
-        if group.state is GroupState.PREPARING_REBALANCE:
-            self._maybe_complete_join(group)
-        else:
-            self._prepare_rebalance(group)
-        return waiter
+        return self._join_and_rebalance(group, member)
 
     def _replace_static(self, group: Group, old: Member, joining: Member) -> JoinResult | asyncio.Future:
         """A static member came back under a new member id: the old id is fenced, the place is kept."""
@@ -470,15 +465,14 @@ class GroupCoordinator:
             # KIP-345: a restarted static follower gets its old assignment back without a rebalance.
             self._arm_session(group, member)
             return self._join_result(group, member)
-        waiter = self._park_join(group, member)
-        if group.state is GroupState.PREPARING_REBALANCE:
-            self._maybe_complete_join(group)
-        else:
-            self._prepare_rebalance(group)
-        return waiter
+        return self._join_and_rebalance(group, member)
 
     def _add_and_rebalance(self, group: Group, member: Member) -> asyncio.Future:
         group.add(member)
+        return self._join_and_rebalance(group, member)
+
+    def _join_and_rebalance(self, group: Group, member: Member) -> asyncio.Future:
+        """Park the member's JoinGroup, then complete the rebalance under way or start one."""
         waiter = self._park_join(group, member)
         if group.state is GroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(group)
