@@ -13,7 +13,6 @@ of the runs with (min-max); ratios are ours / Tansu (MB/s: higher is better; CPU
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.common import (
     BrokerProc,
+    alternate_runs,
     fmt_spread,
     print_table,
     spread,
@@ -178,18 +178,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the data size of every case")
     ap.add_argument("--only", choices=["ours", "tansu"], help="measure one broker only")
     args = ap.parse_args(argv)
-    brokers = [args.only] if args.only else ["ours", "tansu"]
-    runs: list[RunResult] = []
-    with tempfile.TemporaryDirectory(prefix="epoch-bench-") as tmp:
-        for i in range(args.runs):
-            for which in brokers:  # alternate, so drift on the machine hits both alike
-                workdir = Path(tmp) / f"{which}-{i}"
-                workdir.mkdir()
-                t0 = time.perf_counter()
-                r = run_once(which, args.scale, workdir)
-                print(f"run {i + 1}/{args.runs} {which}: {time.perf_counter() - t0:.1f}s, ready "
-                      f"{r.ready_ms:.0f} ms, peak RSS {r.peak_rss_mb:.0f} MB", flush=True)
-                runs.append(r)
+    runs = alternate_runs("epoch-bench-", args.runs, args.only,
+                          lambda which, workdir: run_once(which, args.scale, workdir),
+                          lambda r: f"ready {r.ready_ms:.0f} ms, peak RSS {r.peak_rss_mb:.0f} MB")
     table = summarize(runs)
     path = write_results("bench_broker", {"scale": args.scale, "runs": [asdict(r) for r in runs], "table": table})
     print(f"results: {path}")

@@ -15,7 +15,6 @@ commits more per second (throughput).
 from __future__ import annotations
 
 import argparse
-import tempfile
 import threading
 import time
 import uuid
@@ -25,7 +24,16 @@ from pathlib import Path
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.common import BrokerProc, fmt_spread, print_table, spread, start_ours, start_tansu, write_results
+from bench.common import (
+    BrokerProc,
+    alternate_runs,
+    fmt_spread,
+    print_table,
+    spread,
+    start_ours,
+    start_tansu,
+    write_results,
+)
 
 PARTITIONS = 6
 MEMBERS = 3
@@ -140,17 +148,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--initial-delay-ms", type=int, default=0, help="our group.initial.rebalance.delay.ms")
     ap.add_argument("--only", choices=["ours", "tansu"], help="measure one broker only")
     args = ap.parse_args(argv)
-    brokers = [args.only] if args.only else ["ours", "tansu"]
-    runs: list[RunResult] = []
-    with tempfile.TemporaryDirectory(prefix="epoch-bench-groups-") as tmp:
-        for i in range(args.runs):
-            for which in brokers:  # alternate, so drift on the machine hits both alike
-                workdir = Path(tmp) / f"{which}-{i}"
-                workdir.mkdir()
-                r = run_once(which, workdir, args.commit_seconds, args.initial_delay_ms)
-                print(f"run {i + 1}/{args.runs} {which}: stable in {r.stable_s:.2f} s, "
-                      f"{r.commits_per_s:.0f} commits/s", flush=True)
-                runs.append(r)
+    runs = alternate_runs("epoch-bench-groups-", args.runs, args.only,
+                          lambda which, workdir: run_once(which, workdir, args.commit_seconds, args.initial_delay_ms),
+                          lambda r: f"stable in {r.stable_s:.2f} s, {r.commits_per_s:.0f} commits/s")
     table = summarize(runs)
     print_table(f"groups, confluent-kafka, median (min-max) of {args.runs} runs; ours with "
                 f"group.initial.rebalance.delay.ms={args.initial_delay_ms}",

@@ -13,14 +13,17 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "bench" / "results"
@@ -185,3 +188,22 @@ def write_results(name: str, data: dict[str, Any]) -> Path:
     data = {"host": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}, **data}
     path.write_text(json.dumps(data, indent=2))
     return path
+
+
+def alternate_runs(prefix: str, runs: int, only: str | None, run_once: Callable[[str, Path], T],
+                   describe: Callable[[T], str]) -> list[T]:
+    """Run each broker `runs` times in fresh work dirs, alternating so drift on the machine hits both alike."""
+    brokers = [only] if only else ["ours", "tansu"]
+    results: list[T] = []
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        for i in range(runs):
+            for which in brokers:
+                workdir = Path(tmp) / f"{which}-{i}"
+                workdir.mkdir()
+                started = time.perf_counter()
+                result = run_once(which, workdir)
+                print(f"run {i + 1}/{runs} {which}: {time.perf_counter() - started:.1f}s, {describe(result)}",
+                      flush=True)
+                results.append(result)
+    return results
+
