@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from broker.controller.records import (
+    BrokerFenceRecord,
     ClusterRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -47,12 +48,15 @@ class MetadataCache:
     def __init__(self) -> None:
         self.cluster_id: str | None = None
         self.controller_id = -1
-        self.brokers: dict[int, RegisterBrokerRecord] = {}
+        self.brokers: dict[int, RegisterBrokerRecord] = {}  # every registered broker, fenced or not
+        self.fenced_brokers: set[int] = set()
+        self.metadata_offset = -1  # offset of the last record applied (its index in the controller's store)
         self.topics_by_name: dict[str, TopicState] = {}
         self.topics_by_id: dict[bytes, TopicState] = {}
         self.next_producer_id = 0
 
     def apply(self, record: object) -> None:
+        self.metadata_offset += 1
         match record:
             case PartitionChangeRecord():
                 state = self.topics_by_id[record.topic_id].partitions[record.partition]
@@ -83,12 +87,25 @@ class MetadataCache:
                 self.topics_by_id[record.topic_id].configs = dict(record.configs)
             case RegisterBrokerRecord():
                 self.brokers[record.node_id] = record
+                self.fenced_brokers.discard(record.node_id)
+            case BrokerFenceRecord():
+                registered = self.brokers.get(record.node_id)
+                if registered is not None and registered.broker_epoch == record.broker_epoch:
+                    if record.fenced:
+                        self.fenced_brokers.add(record.node_id)
+                    else:
+                        self.fenced_brokers.discard(record.node_id)
             case ProducerIdsRecord():
                 self.next_producer_id = max(self.next_producer_id, record.next_producer_id)
             case ClusterRecord():
                 self.cluster_id = record.cluster_id
             case _:
                 raise TypeError(f"unknown metadata record {record!r}")
+
+    @property
+    def live_brokers(self) -> dict[int, RegisterBrokerRecord]:
+        """Registered and not fenced: the brokers Metadata lists and elections pick from."""
+        return {n: b for n, b in self.brokers.items() if n not in self.fenced_brokers}
 
     def partition(self, topic: str, index: int) -> PartitionState | None:
         state = self.topics_by_name.get(topic)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -80,31 +81,58 @@ class TopicResult:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class HeartbeatResult:
+    error: ErrorCode = ErrorCode.NONE
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+
+
+@dataclass(slots=True)
+class PartitionChangeResult:
+    """AlterPartition's answer for one partition: the error, or the partition's state after the change."""
+
+    error: ErrorCode = ErrorCode.NONE
+    leader: int = -1
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+    isr: tuple[int, ...] = ()
+
+
 class Controller:
-    def __init__(self, config: BrokerConfig, store: MetadataStore) -> None:
+    def __init__(self, config: BrokerConfig, store: MetadataStore,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.store = store
+        self.clock = clock  # seconds; heartbeat deadlines
         self.image = MetadataCache()
         self.image.controller_id = config.node_id
+        self.records: list[Any] = []  # the metadata log: a record's index is its metadata offset
         self.subscribers: list[Callable[[list[Any]], None]] = []
 
     def start(self) -> list[Any]:
         """Replay the store; returns every record, for the first subscriber's initial state."""
-        records = self.store.load()
-        for record in records:
+        self.records = self.store.load()
+        for record in self.records:
             self.image.apply(record)
         if self.image.cluster_id is None:
             cluster_id = self.config.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
             self._commit([ClusterRecord(cluster_id)])
-            records = self.store.load()
-        log.info("controller loaded %d metadata records (cluster %s)", len(records), self.image.cluster_id)
-        return records
+        log.info("controller loaded %d metadata records (cluster %s)", len(self.records), self.image.cluster_id)
+        return list(self.records)
+
+    @property
+    def end_offset(self) -> int:
+        """The metadata offset the next record will get."""
+        return len(self.records)
 
     def close(self) -> None:
         self.store.close()
 
     def _commit(self, records: list[Any]) -> None:
         self.store.append(records)
+        self.records.extend(records)
         for record in records:
             self.image.apply(record)
         for subscriber in self.subscribers:

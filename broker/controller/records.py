@@ -39,6 +39,17 @@ class RegisterBrokerRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerFenceRecord:
+    """A broker fenced (missed heartbeats, or shut down) or unfenced (heartbeating and caught up again).
+
+    `broker_epoch` is the registration it applies to: a fence of an older registration is ignored."""
+
+    node_id: int
+    broker_epoch: int
+    fenced: bool
+
+
+@dataclass(frozen=True, slots=True)
 class TopicRecord:
     name: str
     topic_id: bytes
@@ -92,6 +103,7 @@ class ProducerIdsRecord:
 MetadataRecord = (
     ClusterRecord
     | RegisterBrokerRecord
+    | BrokerFenceRecord
     | TopicRecord
     | PartitionRecord
     | PartitionChangeRecord
@@ -105,6 +117,7 @@ RECORD_TYPES: dict[str, type] = {
     for cls in (
         ClusterRecord,
         RegisterBrokerRecord,
+        BrokerFenceRecord,
         TopicRecord,
         PartitionRecord,
         PartitionChangeRecord,
