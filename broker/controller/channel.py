@@ -1,0 +1,99 @@
+"""How a broker reaches the controller: `ControllerChannel`, embedded (direct calls) or remote (the wire).
+
+Rules:
+- Every method is a coroutine, so the broker's code is the same whether the controller shares its process
+  (`EmbeddedChannel`, the default `process.roles=broker,controller`) or runs elsewhere (`RemoteChannel`, in
+  broker/controller/remote.py).
+- A write (topics, partitions, ISR) returns only once this broker's `MetadataCache` has applied the records it
+  produced, so a handler that creates a topic can answer Metadata for it right away.
+- Metadata records reach the broker through the `on_records` callback given to `start`, in log order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from broker.controller.controller import Controller, NewTopic, PartitionChangeResult, TopicResult
+from protocol.errors import ErrorCode
+
+OnRecords = Callable[[list[Any]], None]
+
+
+class ControllerChannel(Protocol):
+    async def start(self, on_records: OnRecords) -> None:
+        """Deliver every metadata record so far to `on_records` (and later ones as they are committed)."""
+
+    async def register(self, node_id: int, incarnation_id: bytes, host: str, port: int,
+                       rack: str | None) -> int:
+        """Register this broker; returns its broker epoch once the registration's records were applied."""
+
+    async def create_topics(self, topics: list[NewTopic], validate_only: bool) -> list[TopicResult]: ...
+
+    async def delete_topics(self, topics: list[tuple[str | None, bytes | None]]
+                            ) -> list[tuple[str | None, bytes, ErrorCode]]: ...
+
+    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
+                                validate_only: bool) -> tuple[ErrorCode, str | None]: ...
+
+    async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:
+        """(first id, count) of a block of never-used producer ids."""
+
+    async def alter_partition(self, node_id: int, broker_epoch: int, topic_id: bytes, partition: int,
+                              leader_epoch: int, partition_epoch: int, new_isr: tuple[int, ...]
+                              ) -> PartitionChangeResult: ...
+
+    async def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool, target_leader: int
+                            ) -> list[tuple[str, int, ErrorCode, str | None]]:
+        """Force elections (None: every partition); (topic, partition, error, message) for each."""
+
+    async def shut_down(self, node_id: int, broker_epoch: int) -> None:
+        """Clean shutdown: the controller moves this broker's leaderships away before it stops."""
+
+    async def close(self) -> None: ...
+
+
+class EmbeddedChannel:
+    """The controller in this process: calls go straight to it; its subscribers run before a call returns."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+
+    async def start(self, on_records: OnRecords) -> None:
+        on_records(list(self.controller.records))
+        self.controller.subscribers.append(on_records)
+
+    async def register(self, node_id: int, incarnation_id: bytes, host: str, port: int,
+                       rack: str | None) -> int:
+        return self.controller.register_broker(node_id, incarnation_id, host, port, rack)
+
+    async def create_topics(self, topics: list[NewTopic], validate_only: bool) -> list[TopicResult]:
+        return self.controller.create_topics(topics, validate_only)
+
+    async def delete_topics(self, topics: list[tuple[str | None, bytes | None]]
+                            ) -> list[tuple[str | None, bytes, ErrorCode]]:
+        return self.controller.delete_topics(topics)
+
+    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
+                                validate_only: bool) -> tuple[ErrorCode, str | None]:
+        return self.controller.create_partitions(name, count, assignments, validate_only)
+
+    async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:
+        return self.controller.allocate_producer_ids(node_id)
+
+    async def alter_partition(self, node_id: int, broker_epoch: int, topic_id: bytes, partition: int,
+                              leader_epoch: int, partition_epoch: int, new_isr: tuple[int, ...]
+                              ) -> PartitionChangeResult:
+        return self.controller.alter_partition(node_id, broker_epoch, topic_id, partition, leader_epoch,
+                                               partition_epoch, new_isr)
+
+    async def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool, target_leader: int
+                            ) -> list[tuple[str, int, ErrorCode, str | None]]:
+        return self.controller.elect_leaders(partitions, unclean, target_leader)
+
+    async def shut_down(self, node_id: int, broker_epoch: int) -> None:
+        """Nothing to do: the controller stops with this broker, and a restart re-registers it (KIP-101's
+        epoch bump) rather than electing another replica, since nothing could have led meanwhile."""
+
+    async def close(self) -> None:
+        self.controller.close()
