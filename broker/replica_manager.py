@@ -15,13 +15,15 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from broker.config import BrokerConfig, topic_config
-from broker.controller.controller import Controller, NewTopic
+from broker.controller.channel import ControllerChannel
+from broker.controller.controller import NewTopic
 from broker.controller.records import RemoveTopicRecord
+from broker.faults import BrokerFaults
 from broker.metadata_cache import MetadataCache, TopicState
 from broker.partition import Partition
 from protocol.errors import ErrorCode, KafkaError
@@ -67,12 +69,14 @@ def log_config_for(config: BrokerConfig, topic_configs: dict[str, Any]) -> LogCo
 
 class ReplicaManager:
     def __init__(self, config: BrokerConfig, log_manager: LogManager, metadata: MetadataCache,
-                 controller: Controller) -> None:
+                 channel: ControllerChannel, faults: BrokerFaults, broker_epoch: Callable[[], int]) -> None:
         self.config = config
         self.node_id = config.node_id
         self.log_manager = log_manager
         self.metadata = metadata
-        self.controller = controller
+        self.channel = channel
+        self.faults = faults
+        self.broker_epoch = broker_epoch  # the current epoch changes when the broker re-registers
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.partitions_by_topic_id: dict[bytes, dict[int, Partition]] = {}
         self.stopping = False  # set at shutdown: long polls answer at once
@@ -193,7 +197,7 @@ class ReplicaManager:
         """
         if name in self.metadata.topics_by_name:
             return
-        (result,) = self.controller.create_topics([NewTopic(name, partitions, -1, {}, dict(configs))])
+        (result,) = await self.channel.create_topics([NewTopic(name, partitions, -1, {}, dict(configs))], False)
         if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
             raise KafkaError(result.error_message or "", result.error_code)
 
