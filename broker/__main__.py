@@ -1,4 +1,6 @@
 """`epoch-broker serve [server.properties] [--override key=value ...]`: run one broker (with its controller).
+`epoch-broker cluster ...` starts a controller and N brokers (broker/launcher.py); `epoch-broker admin ...`
+drives them (broker/admin.py).
 
 Prints one ready line to stdout once the broker answers requests:
     epoch-broker: node 0 listening on 127.0.0.1:9092
@@ -14,6 +16,7 @@ import logging
 import signal
 import sys
 
+from broker import launcher
 from broker.config import BrokerConfig, ConfigError, load_config
 
 
@@ -25,6 +28,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a config key (repeatable; wins over the file)")
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    launcher.add_arguments(commands.add_parser("cluster", help="run a controller and N brokers as processes"))
+    # listed for --help only: main() hands `admin ...` to broker.admin's own parser
+    commands.add_parser("admin", help="elections, fault hooks, signals and status of a cluster", add_help=False)
     return parser.parse_args(argv)
 
 
@@ -43,7 +49,14 @@ async def _serve(config: BrokerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["admin"]:  # its client and protocol imports stay out of `serve`'s start and `--help`
+        from broker import admin
+
+        return admin.main(argv[1:])
     args = _parse_args(argv)
+    if args.command == "cluster":
+        return launcher.run(args)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -1,0 +1,283 @@
+"""`epoch-broker admin [--cluster DIR | --bootstrap HOST:PORT] <command>`: drive a cluster during a drill.
+
+- `elect`: ElectLeaders v2 to the controller (clean, or `--unclean`; `--leader` names the target with the
+  project's tagged `target_leader`).
+- `fault`: IncrementalAlterConfigs v1 on the broker resource (type 4) of one node, sent to that node: the
+  fault hooks of broker/faults.py. `fault.power.loss` makes the broker exit without answering, so a closed
+  connection is its success.
+- `kill`, `pause`, `resume`, `restart`: signals by the pids in DIR/cluster.json (broker/launcher.py's code).
+- `status`: every process and whether it runs, then each partition's leader, leader epoch and ISR from a
+  Metadata request.
+
+The request helpers (`elect`, `alter_faults`, `fetch_metadata`) are what the cluster tests use too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from broker import launcher
+from broker.client import ConnectionClosed, KafkaClient
+from broker.faults import POWER_LOSS
+from protocol.errors import ErrorCode
+from protocol.messages import elect_leaders, incremental_alter_configs, metadata
+
+REQUEST_TIMEOUT_S = 5.0  # a paused (SIGSTOP) process accepts connections but never answers
+BROKER_RESOURCE = 4
+SET, DELETE = 0, 1
+CLEAN, UNCLEAN = 0, 1
+DEFAULT_CLUSTER_DIR = "cluster-data"
+
+
+class AdminError(RuntimeError):
+    """A request failed; the message is the one line shown to the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(slots=True)
+class ClusterMetadata:
+    source: str  # the address that answered
+    controller_id: int
+    brokers: dict[int, str]
+    partitions: dict[tuple[str, int], PartitionState] = field(default_factory=dict)
+
+
+async def _call(address: str, timeout_s: float, work: Any) -> Any:
+    """Connect to `address`, run `work(client)`, close; connection problems become AdminError."""
+    async def session() -> Any:
+        async with await KafkaClient.connect(address, client_id="epoch-broker-admin") as client:
+            return await work(client)
+
+    try:
+        return await asyncio.wait_for(session(), timeout_s)
+    except TimeoutError:
+        raise AdminError(f"{address} did not answer within {timeout_s:.0f} s") from None
+    except ConnectionClosed as exc:
+        raise AdminError(f"{address} closed the connection ({exc})") from None
+    except OSError as exc:
+        raise AdminError(f"cannot reach {address}: {exc.strerror or exc}") from None
+
+
+def _error(code: int, message: str | None) -> str:
+    name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+    return f"{name}: {message}" if message else name
+
+
+async def elect(controller: str, topic: str, partition: int, leader: int = -1, unclean: bool = False,
+                timeout_s: float = REQUEST_TIMEOUT_S) -> str:
+    """Elect a leader for one partition; returns "elected" or "not needed", raises AdminError otherwise."""
+    request = elect_leaders.REQUEST.cls(
+        election_type=UNCLEAN if unclean else CLEAN, timeout_ms=int(timeout_s * 1000), target_leader=leader,
+        topic_partitions=[elect_leaders.REQUEST.TopicPartitions(topic=topic, partitions=[partition])])
+    response = await _call(controller, timeout_s,
+                           lambda client: client.request(elect_leaders.API, 2, request))
+    if response.error_code:
+        raise AdminError(_error(response.error_code, None))
+    for result in response.replica_election_results:
+        for answer in result.partition_result:
+            if answer.error_code == ErrorCode.ELECTION_NOT_NEEDED:
+                return "not needed"
+            if answer.error_code:
+                raise AdminError(_error(answer.error_code, answer.error_message))
+    return "elected"
+
+
+async def alter_faults(address: str, node_id: int, settings: dict[str, str], clear: list[str] | None = None,
+                       timeout_s: float = REQUEST_TIMEOUT_S) -> str:
+    """Set and clear fault hooks of node `node_id` at `address`; returns "applied" or, after
+    fault.power.loss, "connection closed" (the broker exits without answering)."""
+    configs = [incremental_alter_configs.REQUEST.AlterableConfig(name=k, config_operation=SET, value=v)
+               for k, v in settings.items()]
+    configs += [incremental_alter_configs.REQUEST.AlterableConfig(name=k, config_operation=DELETE, value=None)
+                for k in clear or []]
+    request = incremental_alter_configs.REQUEST.cls(validate_only=False, resources=[
+        incremental_alter_configs.REQUEST.AlterConfigsResource(
+            resource_type=BROKER_RESOURCE, resource_name=str(node_id), configs=configs)])
+    try:
+        response = await _call(address, timeout_s,
+                               lambda client: client.request(incremental_alter_configs.API, 1, request))
+    except AdminError:
+        if POWER_LOSS in settings:
+            return "connection closed"
+        raise
+    for resource in response.responses:
+        if resource.error_code:
+            raise AdminError(_error(resource.error_code, resource.error_message))
+    return "applied"
+
+
+async def fetch_metadata(addresses: list[str], timeout_s: float = REQUEST_TIMEOUT_S) -> ClusterMetadata:
+    """Metadata v12 for every topic from the first of `addresses` that answers."""
+    request = metadata.REQUEST.cls(topics=None, allow_auto_topic_creation=False)
+    problems = []
+    for address in addresses:
+        try:
+            response = await _call(address, timeout_s, lambda client: client.request(metadata.API, 12, request))
+        except AdminError as exc:
+            problems.append(str(exc))
+            continue
+        return ClusterMetadata(
+            address, response.controller_id, {b.node_id: f"{b.host}:{b.port}" for b in response.brokers},
+            {(t.name, p.partition_index): PartitionState(p.leader_id, p.leader_epoch, tuple(p.replica_nodes),
+                                                         tuple(p.isr_nodes))
+             for t in response.topics for p in t.partitions})
+    raise AdminError("no broker answered Metadata" + (": " + "; ".join(problems) if problems else " (none running)"))
+
+
+# --- the `admin` command ----------------------------------------------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cluster", metavar="DIR",
+                        help=f"the launcher's data dir holding cluster.json (default ./{DEFAULT_CLUSTER_DIR})")
+    parser.add_argument("--bootstrap", metavar="HOST:PORT",
+                        help="talk to this address instead of the ones in cluster.json")
+    commands = parser.add_subparsers(dest="admin_command", required=True)
+    elect_cmd = commands.add_parser("elect", help="elect a partition leader (ElectLeaders, to the controller)")
+    elect_cmd.add_argument("--topic", required=True)
+    elect_cmd.add_argument("--partition", type=int, required=True)
+    elect_cmd.add_argument("--leader", type=int, default=-1,
+                           help="the replica to elect (default: the controller's choice)")
+    elect_cmd.add_argument("--unclean", action="store_true", help="any live replica, even out of the ISR")
+    fault = commands.add_parser("fault", help="set or clear a broker's fault hooks (broker/faults.py)")
+    fault.add_argument("--node", type=int, required=True)
+    fault.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    fault.add_argument("--clear", action="append", default=[], metavar="KEY")
+    kill = commands.add_parser("kill", help="signal a process (SIGKILL by default)")
+    kill.add_argument("--node", type=int, required=True)
+    kill.add_argument("--signal", choices=("KILL", "TERM"), default="KILL")
+    for name, description in (("pause", "SIGSTOP a process"), ("resume", "SIGCONT a paused process")):
+        commands.add_parser(name, help=description).add_argument("--node", type=int, required=True)
+    restart = commands.add_parser("restart", help="stop a process and start it again with its recorded argv")
+    restart.add_argument("--node", type=int, required=True)
+    restart.add_argument("--hard", action="store_true", help="SIGKILL instead of a clean stop")
+    commands.add_parser("status", help="processes, and each partition's leader, epoch and ISR")
+
+
+def _say(message: str) -> None:
+    print(f"epoch-broker admin: {message}", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="epoch-broker admin", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    directory = args.cluster or (None if args.bootstrap else DEFAULT_CLUSTER_DIR)
+    try:
+        cluster = launcher.ClusterFile.read(directory) if directory else None
+        return _COMMANDS[args.admin_command](args, directory, cluster)
+    except (AdminError, KeyError, ProcessLookupError, launcher.LaunchError, OSError, ValueError) as exc:
+        _say(f"{args.admin_command} failed: {exc.args[0] if isinstance(exc, KeyError) else exc}")
+        return 1
+
+
+def _need_cluster(args: argparse.Namespace, cluster: launcher.ClusterFile | None) -> launcher.ClusterFile:
+    if cluster is None:
+        raise ValueError(f"{args.admin_command} needs --cluster DIR (it works on the pids in cluster.json)")
+    return cluster
+
+
+def _elect(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
+    controller = args.bootstrap or _need_cluster(args, cluster).controller.address
+    target = f"node {args.leader}" if args.leader >= 0 else "the controller's choice"
+    _say(f"{'unclean' if args.unclean else 'clean'} election of {args.topic}-{args.partition} "
+         f"({target}) via {controller}")
+    outcome = asyncio.run(elect(controller, args.topic, args.partition, args.leader, args.unclean))
+    _say(f"{args.topic}-{args.partition}: {outcome}")
+    return 0
+
+
+def _fault(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
+    settings = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set needs key=value, got {item!r}")
+        settings[key.strip()] = value.strip()
+    if not settings and not args.clear:
+        raise ValueError("give --set key=value or --clear key")
+    address = args.bootstrap or _need_cluster(args, cluster).process(args.node).address
+    changes = [f"set {k}={v}" for k, v in settings.items()] + [f"clear {k}" for k in args.clear]
+    _say(f"node {args.node} at {address}: {', '.join(changes)}")
+    outcome = asyncio.run(alter_faults(address, args.node, settings, args.clear))
+    _say(f"node {args.node}: {outcome}")
+    if POWER_LOSS in settings and cluster is not None:
+        spec = cluster.process(args.node)
+        if not launcher.wait_exit(spec, REQUEST_TIMEOUT_S):
+            raise AdminError(f"{spec.name} (pid {spec.pid}) still runs after {POWER_LOSS}")
+        _say(f"{spec.name} (pid {spec.pid}) exited")
+    return 0
+
+
+def _signal(args: argparse.Namespace, sig: signal.Signals, cluster: launcher.ClusterFile | None) -> int:
+    spec = _need_cluster(args, cluster).process(args.node)
+    _say(f"{sig.name} to {spec.name} (pid {spec.pid})")
+    launcher.signal_process(spec, sig)
+    if sig in (signal.SIGKILL, signal.SIGTERM):
+        exited = launcher.wait_exit(spec, launcher.STOP_TIMEOUT_S)
+        _say(f"{spec.name} {'exited' if exited else 'still runs'}")
+        return 0 if exited else 1
+    _say(f"{spec.name} is {launcher.process_state(spec)}")
+    return 0
+
+
+def _kill(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
+    return _signal(args, signal.Signals[f"SIG{args.signal}"], cluster)
+
+
+def _pause(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
+    return _signal(args, signal.SIGSTOP, cluster)
+
+
+def _resume(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
+    return _signal(args, signal.SIGCONT, cluster)
+
+
+def _restart(args: argparse.Namespace, directory: str | None, cluster: launcher.ClusterFile | None) -> int:
+    _need_cluster(args, cluster)
+    assert directory is not None
+    _say(f"restarting node {args.node}{' (SIGKILL first)' if args.hard else ''}")
+    launcher.restart_process(directory, args.node, args.hard, _say)
+    _say(f"updated {Path(directory) / launcher.CLUSTER_FILE}")
+    return 0
+
+
+def _status(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
+    if cluster is not None:
+        _print_table(["process", "node", "role", "pid", "address", "state"],
+                     [[p.name, p.node_id, p.role, p.pid, p.address, launcher.process_state(p)]
+                      for p in cluster.processes])
+    addresses = [args.bootstrap] if args.bootstrap else [p.address for p in _need_cluster(args, cluster).brokers
+                                                          if launcher.is_running(p)]
+    state = asyncio.run(fetch_metadata(addresses))
+    print(f"\nmetadata from {state.source}: controller {state.controller_id}, "
+          f"brokers {', '.join(f'{n}={a}' for n, a in sorted(state.brokers.items()))}")
+    _print_table(["topic", "partition", "leader", "epoch", "isr", "replicas"],
+                 [[topic, partition, s.leader, s.leader_epoch, ",".join(map(str, s.isr)),
+                   ",".join(map(str, s.replicas))] for (topic, partition), s in sorted(state.partitions.items())])
+    return 0
+
+
+def _print_table(header: list[str], rows: list[list[Any]]) -> None:
+    cells = [header, *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    for row in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+_COMMANDS = {"elect": _elect, "fault": _fault, "kill": _kill, "pause": _pause, "resume": _resume,
+             "restart": _restart, "status": _status}

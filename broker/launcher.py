@@ -1,0 +1,406 @@
+"""`epoch-broker cluster`: one controller and N brokers as separate processes, and the process bookkeeping
+that the admin CLI, the cluster tests and the cluster benchmark share (docs/cluster.md, "Launcher").
+
+- A process is a `ProcessSpec`: its identity (name, node id, role, address, data dir, log) and the exact argv
+  that starts it, so any tool can restart it later. `cluster.json` (`ClusterFile`) records them with their
+  pids; it is written atomically (tmp, fsync, rename) because the admin CLI rewrites it on restart while
+  other tools read it.
+- Every process is `python -m broker serve --override ...` in its own session (Ctrl-C in the launcher's
+  terminal reaches only the launcher, which then stops brokers before the controller), with stdout and
+  stderr appended to DIR/<name>.log. It is ready once its ready line appears in that log: a file, not a
+  pipe, so a process restarted by a short-lived admin command does not write into a closed pipe later.
+- Processes are stopped and signalled by pid. A pid is trusted only while /proc says it runs the recorded
+  argv (pids are reused); a child of this process is also reaped, so it never lingers as a zombie.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from broker.config import ConfigError, load_config
+
+CONTROLLER_NODE_ID = 1000
+CONTROLLER_PORT_OFFSET = 100
+CLUSTER_FILE = "cluster.json"
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 15.0
+LOG_TAIL_LINES = 20
+
+# Short timings so that a drill on one machine sees fencing and ISR changes within seconds (Kafka's defaults
+# are tuned for real networks). Applied unless the user overrides them.
+DRILL_DEFAULTS = {
+    "broker.heartbeat.interval.ms": "200",
+    "broker.session.timeout.ms": "1500",
+    "replica.lag.time.max.ms": "2000",
+    "group.initial.rebalance.delay.ms": "0",
+}
+# Keys the launcher sets per process; a cluster-wide override of one of them would break the layout.
+PER_PROCESS_KEYS = ("node.id", "broker.id", "process.roles", "listeners", "log.dirs", "log.dir",
+                    "controller.address", "controller.quorum.voters")
+
+Progress = Callable[[str], None]
+
+
+class LaunchError(RuntimeError):
+    """A process did not start (the message names it and ends with its log's tail)."""
+
+
+@dataclass(slots=True)
+class ProcessSpec:
+    name: str
+    node_id: int
+    role: str  # "controller" or "broker"
+    host: str
+    port: int
+    data_dir: str
+    log: str
+    argv: list[str]
+    pid: int = 0
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(slots=True)
+class ClusterFile:
+    bootstrap: str
+    processes: list[ProcessSpec]
+
+    @property
+    def controller(self) -> ProcessSpec:
+        return next(p for p in self.processes if p.role == "controller")
+
+    @property
+    def brokers(self) -> list[ProcessSpec]:
+        return [p for p in self.processes if p.role == "broker"]
+
+    def process(self, node_id: int) -> ProcessSpec:
+        for spec in self.processes:
+            if spec.node_id == node_id:
+                return spec
+        known = ", ".join(str(p.node_id) for p in self.processes)
+        raise KeyError(f"no node {node_id} in the cluster (nodes: {known})")
+
+    def write(self, directory: str | Path) -> Path:
+        path = Path(directory) / CLUSTER_FILE
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"bootstrap": self.bootstrap, "processes": [asdict(p) for p in self.processes]}, f, indent=2)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)  # the rename itself survives a crash
+        finally:
+            os.close(dir_fd)
+        return path
+
+    @classmethod
+    def read(cls, directory: str | Path) -> ClusterFile:
+        path = Path(directory) / CLUSTER_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(data["bootstrap"], [ProcessSpec(**p) for p in data["processes"]])
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no {CLUSTER_FILE} in {directory} (start a cluster with "
+                                    "`epoch-broker cluster`)") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path} is not a cluster file: {exc}") from None
+
+
+def serve_argv(overrides: dict[str, str]) -> list[str]:
+    argv = [sys.executable, "-m", "broker", "serve"]
+    for key, value in overrides.items():
+        argv += ["--override", f"{key}={value}"]
+    return argv
+
+
+def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broker_ports: list[int],
+                 overrides: dict[str, str] | None = None, host: str = "127.0.0.1") -> ClusterFile:
+    """The processes of a cluster (not started): the controller first, then brokers 0..N-1."""
+    if len(broker_ports) != brokers:
+        raise ValueError(f"{brokers} brokers need {brokers} ports, got {len(broker_ports)}")
+    data = Path(data_dir).resolve()
+    common = {**DRILL_DEFAULTS, "default.replication.factor": str(min(3, brokers)), **(overrides or {})}
+    fixed = [key for key in PER_PROCESS_KEYS if key in common]
+    if fixed:
+        raise ConfigError(f"--override {fixed[0]} is set per process by the launcher")
+
+    def spec(name: str, node_id: int, role: str, port: int, extra: dict[str, str]) -> ProcessSpec:
+        process_data = data / name
+        settings = {**common, "process.roles": role, "node.id": str(node_id),
+                    "listeners": f"PLAINTEXT://{host}:{port}", "log.dirs": str(process_data), **extra}
+        return ProcessSpec(name, node_id, role, host, port, str(process_data), str(data / f"{name}.log"),
+                           serve_argv(settings))
+
+    controller = spec("controller", CONTROLLER_NODE_ID, "controller", controller_port, {})
+    processes = [controller] + [
+        spec(f"broker-{i}", i, "broker", port, {"controller.address": controller.address})
+        for i, port in enumerate(broker_ports)
+    ]
+    return ClusterFile(",".join(p.address for p in processes[1:]), processes)
+
+
+# --- one process ------------------------------------------------------------------------------------------
+
+_children: dict[int, subprocess.Popen[bytes]] = {}  # processes started here, by pid: waited on, never zombies
+
+
+def _cmdline(pid: int) -> list[str] | None:
+    """The argv of a live process, [] where /proc is missing, None when it is not running (or a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            if f.read().rpartition(b")")[2].split()[0] == b"Z":
+                return None
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [part.decode(errors="replace") for part in f.read().split(b"\0")[:-1]]
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return []
+
+
+def _reap(pid: int) -> bool:
+    """True once `pid` has exited (and is reaped, when it is a child of this process)."""
+    child = _children.get(pid)
+    if child is not None:
+        if child.poll() is None:
+            return False
+        del _children[pid]
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return _cmdline(pid) is None
+
+
+def is_running(spec: ProcessSpec) -> bool:
+    """The recorded pid is alive and still runs this spec's argv (not a reused pid)."""
+    if spec.pid <= 0 or _reap(spec.pid):
+        return False
+    argv = _cmdline(spec.pid)
+    return argv == [] or argv == spec.argv
+
+
+def process_state(spec: ProcessSpec) -> str:
+    """"running", "paused" (SIGSTOP) or "dead"."""
+    if not is_running(spec):
+        return "dead"
+    try:
+        with open(f"/proc/{spec.pid}/stat", "rb") as f:
+            stopped = f.read().rpartition(b")")[2].split()[0] in (b"T", b"t")
+    except OSError:
+        stopped = False
+    return "paused" if stopped else "running"
+
+
+def signal_process(spec: ProcessSpec, sig: signal.Signals) -> None:
+    if not is_running(spec):
+        raise ProcessLookupError(f"{spec.name} (pid {spec.pid}) is not running")
+    os.kill(spec.pid, sig)
+
+
+def wait_exit(spec: ProcessSpec, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not _reap(spec.pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def stop_process(spec: ProcessSpec, timeout_s: float = STOP_TIMEOUT_S, hard: bool = False) -> str:
+    """SIGTERM and wait (SIGKILL after `timeout_s`), or SIGKILL at once when `hard`. Returns what happened."""
+    if not is_running(spec):
+        return "not running"
+    if not hard:
+        os.kill(spec.pid, signal.SIGTERM)
+        os.kill(spec.pid, signal.SIGCONT)  # a paused process must run to act on SIGTERM
+        if wait_exit(spec, timeout_s):
+            return "stopped"
+    os.kill(spec.pid, signal.SIGKILL)
+    wait_exit(spec, timeout_s)
+    return "killed"
+
+
+def log_tail(path: str, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 64 * 1024))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def launch_process(spec: ProcessSpec) -> int:
+    """Start the process (not waiting for it); returns the log offset its ready line will come after."""
+    Path(spec.data_dir).mkdir(parents=True, exist_ok=True)
+    with open(spec.log, "ab") as log:
+        offset = log.tell()
+        proc = subprocess.Popen(spec.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, cwd=Path(spec.data_dir).parent)
+    _children[proc.pid] = proc
+    spec.pid = proc.pid
+    return offset
+
+
+def wait_ready(spec: ProcessSpec, log_offset: int, timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Return once the process printed its ready line; raise LaunchError (having killed it) otherwise."""
+    ready = f"epoch-broker: node {spec.node_id} listening on".encode()
+    deadline = time.monotonic() + timeout_s
+    with open(spec.log, "rb") as log:
+        log.seek(log_offset)
+        seen = b""
+        while True:
+            seen += log.read()
+            if ready in seen:
+                return
+            if _reap(spec.pid):
+                problem = "exited before it was ready"
+                break
+            if time.monotonic() >= deadline:
+                stop_process(spec, hard=True)
+                problem = f"was not ready after {timeout_s:.0f} s (killed)"
+                break
+            time.sleep(0.005)
+    raise LaunchError(f"{spec.name} {problem}; the end of {spec.log}:\n{log_tail(spec.log)}")
+
+
+def start_process(spec: ProcessSpec, timeout_s: float = READY_TIMEOUT_S) -> None:
+    wait_ready(spec, launch_process(spec), timeout_s)
+
+
+# --- a cluster --------------------------------------------------------------------------------------------
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def start_cluster(cluster: ClusterFile, directory: str | Path, progress: Progress = _quiet,
+                  timeout_s: float = READY_TIMEOUT_S) -> Path:
+    """Start the controller, then every broker (launched together, each awaited); write cluster.json.
+
+    On any failure the processes already started are stopped and LaunchError is raised."""
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    try:
+        controller = cluster.controller
+        progress(f"starting {controller.name} (node {controller.node_id}) on {controller.address}")
+        started = time.monotonic()
+        start_process(controller, timeout_s)
+        progress(f"{controller.name} ready (pid {controller.pid}, {time.monotonic() - started:.1f} s)")
+        offsets = []
+        for spec in cluster.brokers:
+            progress(f"starting {spec.name} (node {spec.node_id}) on {spec.address}")
+            offsets.append(launch_process(spec))
+        for spec, offset in zip(cluster.brokers, offsets, strict=True):
+            wait_ready(spec, offset, timeout_s)
+            progress(f"{spec.name} ready (pid {spec.pid}, {time.monotonic() - started:.1f} s)")
+        return cluster.write(directory)
+    except BaseException:
+        stop_cluster(cluster)
+        raise
+
+
+def stop_cluster(cluster: ClusterFile, progress: Progress = _quiet, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Brokers first (together: each shuts down cleanly through the controller), then the controller."""
+    for group in (cluster.brokers, [cluster.controller]):
+        with ThreadPoolExecutor(len(group)) as pool:
+            outcomes = list(pool.map(lambda spec: stop_process(spec, timeout_s), group))
+        for spec, outcome in zip(group, outcomes, strict=True):
+            progress(f"{spec.name} (pid {spec.pid}): {outcome}")
+
+
+def restart_process(directory: str | Path, node_id: int, hard: bool = False, progress: Progress = _quiet,
+                    timeout_s: float = READY_TIMEOUT_S) -> ProcessSpec:
+    """Stop a node of the cluster in `directory` (if running), start it with its recorded argv, record its pid."""
+    spec = ClusterFile.read(directory).process(node_id)
+    progress(f"{spec.name} (pid {spec.pid}): {stop_process(spec, hard=hard)}")
+    start_process(spec, timeout_s)
+    progress(f"{spec.name} ready again (pid {spec.pid})")
+    cluster = ClusterFile.read(directory)  # re-read: another tool may have changed another process meanwhile
+    cluster.process(node_id).pid = spec.pid
+    cluster.write(directory)
+    return spec
+
+
+# --- the `cluster` command --------------------------------------------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    parser.add_argument("--data-dir", default="cluster-data", help="data, logs and cluster.json (./cluster-data)")
+    parser.add_argument("--base-port", type=int, default=9092,
+                        help="broker i listens on base+i, the controller on base+100 (default 9092)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config key for every process (repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    def say(message: str) -> None:
+        print(f"epoch-broker cluster: {message}", flush=True)
+
+    if not 1 <= args.brokers <= 99:
+        say("--brokers must be between 1 and 99")
+        return 2
+    if not 1 <= args.base_port <= 65535 - CONTROLLER_PORT_OFFSET:
+        say(f"--base-port must be between 1 and {65535 - CONTROLLER_PORT_OFFSET}")
+        return 2
+    try:
+        load_config(None, args.override)  # one line naming a bad key before anything starts
+        overrides = {key.strip(): value.strip() for key, _, value in (o.partition("=") for o in args.override)}
+        cluster = plan_cluster(args.data_dir, args.brokers, args.base_port + CONTROLLER_PORT_OFFSET,
+                               [args.base_port + i for i in range(args.brokers)], overrides)
+    except (ConfigError, ValueError) as exc:
+        say(str(exc))
+        return 2
+    with contextlib.suppress(FileNotFoundError, ValueError):
+        running = [p for p in ClusterFile.read(args.data_dir).processes if is_running(p)]
+        if running:
+            say(f"a cluster already runs from {args.data_dir} ({', '.join(f'{p.name} pid {p.pid}' for p in running)})")
+            return 1
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        path = start_cluster(cluster, args.data_dir, say)
+    except (LaunchError, OSError) as exc:
+        say(f"failed: {exc}")
+        return 1
+    say(f"wrote {path}")
+    say(f"bootstrap servers: {cluster.bootstrap}")
+    say("running; Ctrl-C stops it")
+    _watch(args.data_dir, stop, say)
+    say("stopping")
+    # cluster.json, not the plan: `admin restart` may have replaced a process since
+    stop_cluster(ClusterFile.read(args.data_dir), say)
+    return 0
+
+
+def _watch(directory: str, stop: threading.Event, say: Progress) -> None:
+    """Until stopped, report processes that die (drills kill them on purpose, so the cluster stays up)."""
+    reported: set[tuple[str, int]] = set()
+    while not stop.wait(0.5):
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            for spec in ClusterFile.read(directory).processes:
+                if (spec.name, spec.pid) not in reported and not is_running(spec):
+                    reported.add((spec.name, spec.pid))
+                    say(f"{spec.name} (pid {spec.pid}) is not running; see {spec.log}")
