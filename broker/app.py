@@ -1,18 +1,24 @@
-"""`Broker`: wires config, controller, logs, partitions, groups, dispatcher and server; starts and stops them.
+"""`Broker`: wires config, controller channel, logs, partitions, groups, dispatcher and server; starts, stops.
+
+The controller is reached through a `ControllerChannel` (docs/cluster.md): embedded in this process when
+`process.roles` includes `controller` (the default), remote (`controller.address`) for `process.roles=broker`.
 
 Start order (each step needs the one before):
-1. The embedded controller replays its metadata log (`broker/controller/store.py`) into its image, and the
-   broker's `MetadataCache` applies the same records.
+1. The channel delivers the metadata log so far (the embedded controller replays its store; a remote one is
+   fetched) into the broker's `MetadataCache`. Partitions are not attached yet: the records are kept.
 2. The `LogManager` opens every partition log (recovering after an unclean shutdown).
-3. The server binds its socket; then, without yielding to the event loop (so no request can run in between),
-   the broker registers with the controller, which bumps the leader epoch of every partition it leads
-   (KIP-101's returning leader); the `ReplicaManager` attaches the logs to the partitions the metadata places
-   here, each led one recording (new epoch, log end) in its leader-epoch-checkpoint, once.
+3. The server binds its socket, but requests wait (`Dispatcher.ready`); the broker registers with the
+   controller, which bumps the leader epoch of every partition it leads (KIP-101's returning leader), and the
+   channel returns once those records were applied. Only then does the `ReplicaManager` attach the logs, so
+   each led partition records (new epoch, log end) in its leader-epoch-checkpoint once, never for the epoch it
+   had before the restart; followed partitions start their fetchers (truncating first).
 4. If `__consumer_offsets` exists, the group coordinator starts and replays its partitions in the background
    (answering COORDINATOR_LOAD_IN_PROGRESS for their groups meanwhile); otherwise the coordinator (module
-   included) is made on first use by a group API, which creates the topic. Then the CLI prints the ready line.
+   included) is made on first use by a group API, which creates the topic. Requests are let in; the CLI
+   prints the ready line.
 
-Stop (SIGTERM/SIGINT): stop accepting, answer long polls, let in-flight requests finish, stop the group
+Stop (SIGTERM/SIGINT): controlled shutdown (the controller moves this broker's leaderships away), stop
+accepting, answer long polls, stop the replica fetchers, let in-flight requests finish, stop the group
 coordinator, close every log (flush, producer-state snapshot, checkpoints, clean-shutdown marker).
 """
 
@@ -24,41 +30,48 @@ import dataclasses
 import importlib
 import logging
 import os
+import sys
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from broker.config import BrokerConfig, Endpoint, topic_config
+from broker.controller.channel import ControllerChannel, EmbeddedChannel
 from broker.controller.controller import Controller
 from broker.controller.store import FileMetadataStore
 from broker.dispatch import Dispatcher
+from broker.faults import BrokerFaults
 from broker.metadata_cache import MetadataCache
 from broker.replica_manager import ReplicaManager, log_config_for
 from broker.server import KafkaServer
-from protocol.errors import ErrorCode
-from protocol.schema import Api, Field
 from storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"  # as broker.group_coordinator, which is imported only when needed
 MAINTENANCE_INTERVAL_S = 5.0  # flush.ms, retention and offset checkpoints
+FATAL_EXIT_STATUS = 3
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, channel: ControllerChannel | None = None) -> None:
         self.config = config
         self.node_id = config.node_id
         self.metadata = MetadataCache()
         self.incarnation_id = uuid.uuid4().bytes
         self.broker_epoch = -1
-        self.controller: Controller | None = None
+        self.channel = channel  # made at start when not given (tests give several brokers one controller)
+        self.controller: Controller | None = None  # the embedded one, if this process runs it
+        self.faults = BrokerFaults()
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self._group_coordinator: Any = None  # made on first use (`group_coordinator`), or at start if needed
+        self.metadata_subscribers: list[Callable[[list[Any]], None]] = []  # after the replica manager
         self.server: KafkaServer | None = None
         self.dispatcher: Dispatcher | None = None
         self._producer_ids = iter(())
         self._maintenance: asyncio.Task | None = None
+        self._unattached: list[Any] | None = []  # records applied before registration; None once attached
 
     @property
     def advertised(self) -> Endpoint:
@@ -69,14 +82,25 @@ class Broker:
     def cluster_id(self) -> str:
         return self.metadata.cluster_id or ""
 
+    def _make_channel(self) -> ControllerChannel:
+        config = self.config
+        if "controller" in config.process_roles:
+            self.controller = Controller(config, FileMetadataStore(config.data_dir))
+            self.controller.start()
+            return EmbeddedChannel(self.controller)
+        from broker.controller.remote import RemoteChannel
+
+        return RemoteChannel(config, self.metadata, on_fatal=self._exit_fatally)
+
     async def start(self) -> Endpoint:
         """Start everything; returns the endpoint clients should use (with the real port if 0 was asked)."""
         config = self.config
         os.makedirs(config.data_dir, exist_ok=True)
-        self.controller = Controller(config, FileMetadataStore(config.data_dir))
-        records = self.controller.start()
-        for record in records:
-            self.metadata.apply(record)
+        if self.channel is None:
+            self.channel = self._make_channel()
+        await self.channel.start(self._on_metadata)
+        # Clients send admin requests to the controller id from Metadata: name this broker, which forwards them
+        # (as KRaft brokers do), since a controller-only process is not among the brokers clients can reach.
         self.metadata.controller_id = self.node_id
         topic_log_configs = {
             name: log_config_for(config, topic_config(config, topic.configs))
@@ -87,27 +111,28 @@ class Broker:
         clean = all(self.log_manager.was_clean_shutdown.values())
         log.info("loaded %d partition logs (%s)", len(self.log_manager.logs),
                  "after a clean shutdown" if clean else "no clean-shutdown marker: logs recovered")
-        self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata, self.controller)
-        self.controller.subscribers.append(self._on_metadata)
+        self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata, self.channel, self.faults,
+                                              lambda: self.broker_epoch)
         self.dispatcher = Dispatcher(self)
+        self.dispatcher.ready.clear()
         self.server = KafkaServer(self.dispatcher, config.socket_request_max_bytes, config.connections_max_idle_ms)
         listener = config.listeners[0]
         host, port = await self.server.start(listener.host, listener.port)
         if listener.port == 0:  # the kernel chose the port: make every later reader of the config see it
             self.config = config = dataclasses.replace(
                 config, listeners=(Endpoint(listener.listener, listener.host, port), *config.listeners[1:]))
-        # No await from here to the end of registration: no request runs before the epochs are bumped.
-        self.broker_epoch = self.controller.register_broker(
-            self.node_id, self.incarnation_id, config.advertised.host, config.advertised.port)
-        # Partitions are attached only now: registration's epoch bumps (applied by `_on_metadata`) create the ones
-        # led here directly in their new epoch, so each writes its leader-epoch-checkpoint once, not first for
-        # the epoch it had before the restart; this attaches the rest (and is a no-op for those).
+            self.replica_manager.config = config
+        self.broker_epoch = await self.channel.register(self.node_id, self.incarnation_id, config.advertised.host,
+                                                        config.advertised.port, None)
+        # Attach now: the registration's epoch bumps are applied, so each led partition starts in its new epoch.
+        records, self._unattached = self._unattached or [], None
         self.replica_manager.apply_metadata(records)
         self.replica_manager.remove_strays()
         self.log_manager.checkpoint()
         if OFFSETS_TOPIC in self.metadata.topics_by_name:  # groups to load (in the background)
             _ = self.group_coordinator
         self._maintenance = asyncio.create_task(self._maintain())
+        self.dispatcher.ready.set()
         log.info("node %d registered with broker epoch %d; %d partitions hosted", self.node_id,
                  self.broker_epoch, len(self.replica_manager.partitions))
         return Endpoint(listener.listener, host, port)
@@ -115,8 +140,20 @@ class Broker:
     def _on_metadata(self, records: list[Any]) -> None:
         for record in records:
             self.metadata.apply(record)
+        if self._unattached is not None:
+            self._unattached.extend(records)
+            return
         assert self.replica_manager is not None
         self.replica_manager.apply_metadata(records)
+        for subscriber in self.metadata_subscribers:
+            subscriber(records)
+
+    def _exit_fatally(self, reason: str) -> None:
+        """This broker can no longer follow the controller (a zombie whose node id was registered again, or a
+        record it failed to apply): serving on would answer from a wrong state. Kafka's broker stops too."""
+        log.error("node %d: %s; exiting", self.node_id, reason)
+        sys.stderr.flush()
+        os._exit(FATAL_EXIT_STATUS)
 
     @property
     def group_coordinator(self) -> Any:
@@ -143,75 +180,35 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("stopping node %d", self.node_id)
+        if self.channel is not None and self.broker_epoch >= 0:
+            try:  # controlled shutdown: leaderships move while this broker still serves its followers
+                await asyncio.wait_for(self.channel.shut_down(self.node_id, self.broker_epoch), timeout=5)
+            except (OSError, TimeoutError) as exc:
+                log.warning("controlled shutdown failed (%s): stopping anyway", exc)
         if self._maintenance is not None:
             self._maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._maintenance
         if self.replica_manager is not None:
             self.replica_manager.release_waiters()
+            await self.replica_manager.shutdown()
         if self.server is not None:
             await self.server.stop()
         if self._group_coordinator is not None:
             await self._group_coordinator.stop()
         if self.log_manager is not None:
             self.log_manager.shutdown()
-        if self.controller is not None:
-            self.controller.close()
+        if self.channel is not None:
+            await self.channel.close()
         log.info("node %d stopped cleanly", self.node_id)
 
     # -- producer ids -------------------------------------------------------------------------------
 
-    def next_producer_id(self) -> int:
+    async def next_producer_id(self) -> int:
         """A producer id never handed out before, by any broker, across restarts (blocks from the controller)."""
         for producer_id in self._producer_ids:
             return producer_id
-        assert self.controller is not None
-        start, count = self.controller.allocate_producer_ids(self.node_id)
+        assert self.channel is not None
+        start, count = await self.channel.allocate_producer_ids(self.node_id, self.broker_epoch)
         self._producer_ids = iter(range(start + 1, start + count))
         return start
-
-    # -- fault hooks --------------------------------------------------------------------------------
-
-    def error_response(self, api: Api, request: Any, code: ErrorCode) -> Any:
-        """A response to `request` with `code` in every error_code field, topics and partitions mirrored from
-        the request (for the dispatcher's fault hooks)."""
-        response = api.response.cls()
-        _fill_error(response, api.response.fields, api.response.types, request, code)
-        return response
-
-
-_PARTITION_ID_FIELDS = ("partition", "index", "partition_index")
-_TOPIC_ID_FIELDS = ("name", "topic", "topic_id")
-
-
-def _fill_error(target: Any, fields: list[Field], types: dict[str, type], source: Any, code: ErrorCode) -> None:
-    """Set every error_code of `target`; for each array of structs, one element per element of the first
-    array of structs in `source` (the request), carrying its topic and partition identifiers."""
-    source_items = _first_struct_array(source)
-    for f in fields:
-        if f.name == "error_code":
-            target.error_code = code
-        elif f.is_array and f.is_struct and source_items is not None:
-            items = []
-            for item in source_items:
-                element = types[f.element_type]()
-                for name in _TOPIC_ID_FIELDS:
-                    if hasattr(item, name) and hasattr(element, name):
-                        setattr(element, name, getattr(item, name))
-                partition_id = next((getattr(item, n) for n in _PARTITION_ID_FIELDS if hasattr(item, n)), None)
-                target_id = next((n for n in _PARTITION_ID_FIELDS if hasattr(element, n)), None)
-                if isinstance(partition_id, int) and target_id is not None:
-                    setattr(element, target_id, partition_id)
-                _fill_error(element, f.fields or [], types, item, code)
-                items.append(element)
-            setattr(target, f.name, items)
-
-
-def _first_struct_array(source: Any) -> list | None:
-    if source is None or isinstance(source, int):
-        return None
-    for name in source._field_names:
-        value = getattr(source, name)
-        if isinstance(value, list) and value and not isinstance(value[0], int | str | bytes):
-            return value
-    return None

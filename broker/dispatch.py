@@ -28,7 +28,7 @@ from typing import Any
 from protocol.errors import ErrorCode
 from protocol.framing import frame_size_prefix
 from protocol.headers import decode_request_header, encode_response_header, peek_request
-from protocol.schema import Api, DecodeError, UnsupportedVersionError
+from protocol.schema import Api, DecodeError, Field, UnsupportedVersionError
 from protocol.versions import VersionRange
 
 log = logging.getLogger(__name__)
@@ -44,36 +44,43 @@ class Registration:
     is_async: bool
 
 
-REGISTRY: dict[int, Registration] = {}
+BROKER = "broker"
+CONTROLLER = "controller"
+# Per process role, API key -> handler: a controller-only process answers a different set of APIs (and its
+# own Fetch, of the metadata log) than a broker.
+REGISTRY: dict[str, dict[int, Registration]] = {BROKER: {}, CONTROLLER: {}}
+HANDLER_PACKAGES = ("broker.handlers", "broker.controller.handlers")
 
 
-def handles(api: Api, versions: str) -> Callable[[Handler], Handler]:
-    """Register the decorated function as the handler for `api` at `versions` (within the declared range)."""
+def handles(api: Api, versions: str, roles: tuple[str, ...] = (BROKER,)) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the handler for `api` at `versions` (within the declared range) in
+    the processes of the given roles."""
     served = VersionRange.parse(versions)
     if served.low not in api.versions or served.high not in api.versions:
         raise ValueError(f"{api.name}: versions {served} are outside the declared {api.versions}")
 
     def register(fn: Handler) -> Handler:
-        if api.key in REGISTRY:
-            raise RuntimeError(f"two handlers for {api.name}")
-        REGISTRY[api.key] = Registration(api, served, fn, inspect.iscoroutinefunction(fn))
+        for role in roles:
+            if api.key in REGISTRY[role]:
+                raise RuntimeError(f"two {role} handlers for {api.name}")
+            REGISTRY[role][api.key] = Registration(api, served, fn, inspect.iscoroutinefunction(fn))
         return fn
 
     return register
 
 
-def load_handlers() -> dict[int, Registration]:
-    """Import every module of broker.handlers (each registers itself) and return the registry."""
-    import broker.handlers as package
+def load_handlers(role: str = BROKER) -> dict[int, Registration]:
+    """Import every handler module (each registers itself) and return the registry of `role`."""
+    for name in HANDLER_PACKAGES:
+        package = importlib.import_module(name)
+        for info in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{name}.{info.name}")
+    return REGISTRY[role]
 
-    for info in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{info.name}")
-    return REGISTRY
 
-
-def supported_versions() -> list[tuple[int, int, int]]:
-    """(api_key, min_version, max_version) for every registered handler, sorted by key."""
-    return sorted((key, r.versions.low, r.versions.high) for key, r in REGISTRY.items())
+def supported_versions(role: str = BROKER) -> list[tuple[int, int, int]]:
+    """(api_key, min_version, max_version) for every handler of `role`, sorted by key."""
+    return sorted((key, r.versions.low, r.versions.high) for key, r in REGISTRY[role].items())
 
 
 @dataclass(slots=True)
@@ -88,6 +95,7 @@ class RequestContext:
     peer: str = ""
     # Set when the client negotiated a version we do not serve (answered by the ApiVersions handler, KIP-511).
     unsupported: bool = False
+    role: str = BROKER  # the dispatcher's: which APIs this process serves
 
 
 class CloseConnection(Exception):
@@ -119,11 +127,61 @@ class FaultHooks:
         return rule
 
 
+def error_response(api: Api, request: Any, code: ErrorCode) -> Any:
+    """A response to `request` with `code` in every error_code field, topics and partitions mirrored from
+    the request (for the fault hooks)."""
+    response = api.response.cls()
+    _fill_error(response, api.response.fields, api.response.types, request, code)
+    return response
+
+
+_PARTITION_ID_FIELDS = ("partition", "index", "partition_index")
+_TOPIC_ID_FIELDS = ("name", "topic", "topic_id")
+
+
+def _fill_error(target: Any, fields: list[Field], types: dict[str, type], source: Any, code: ErrorCode) -> None:
+    """Set every error_code of `target`; for each array of structs, one element per element of the first
+    array of structs in `source` (the request), carrying its topic and partition identifiers."""
+    source_items = _first_struct_array(source)
+    for f in fields:
+        if f.name == "error_code":
+            target.error_code = code
+        elif f.is_array and f.is_struct and source_items is not None:
+            items = []
+            for item in source_items:
+                element = types[f.element_type]()
+                for name in _TOPIC_ID_FIELDS:
+                    if hasattr(item, name) and hasattr(element, name):
+                        setattr(element, name, getattr(item, name))
+                partition_id = next((getattr(item, n) for n in _PARTITION_ID_FIELDS if hasattr(item, n)), None)
+                target_id = next((n for n in _PARTITION_ID_FIELDS if hasattr(element, n)), None)
+                if isinstance(partition_id, int) and target_id is not None:
+                    setattr(element, target_id, partition_id)
+                _fill_error(element, f.fields or [], types, item, code)
+                items.append(element)
+            setattr(target, f.name, items)
+
+
+def _first_struct_array(source: Any) -> list | None:
+    if source is None or isinstance(source, int):
+        return None
+    for name in source._field_names:
+        value = getattr(source, name)
+        if isinstance(value, list) and value and not isinstance(value[0], int | str | bytes):
+            return value
+    return None
+
+
 class Dispatcher:
-    def __init__(self, broker: Any, faults: FaultHooks | None = None) -> None:
+    def __init__(self, broker: Any, faults: FaultHooks | None = None, role: str = BROKER) -> None:
         self.broker = broker
         self.faults = faults or FaultHooks()
-        self.registry = load_handlers()
+        self.role = role
+        self.registry = load_handlers(role)
+        # Requests wait for this until the process has registered and caught up with the metadata (a socket
+        # bound early, so that its real port can be registered, must not serve the old epochs meanwhile).
+        self.ready = asyncio.Event()
+        self.ready.set()
 
     async def handle_frame(self, frame: bytearray, peer: str) -> list | None:
         """Decode, run the handler, encode. Returns the framed response parts, or None when none is due."""
@@ -139,7 +197,10 @@ class Dispatcher:
         if not supported and api.key != Api.API_VERSIONS_KEY:
             # Kafka closes the connection: the client should have negotiated with ApiVersions first.
             raise CloseConnection(f"{api.name} v{api_version} is not supported")
-        context = RequestContext(api_key, api_version, correlation_id, None, self.broker, peer, not supported)
+        if not self.ready.is_set():
+            await self.ready.wait()
+        context = RequestContext(api_key, api_version, correlation_id, None, self.broker, peer, not supported,
+                                 self.role)
         request = None
         if supported:
             try:
@@ -156,7 +217,7 @@ class Dispatcher:
             if rule.drop_connection:
                 raise CloseConnection(f"fault hook dropped {api.name}")
             if rule.error is not None:
-                response = self.broker.error_response(api, request, rule.error)
+                response = error_response(api, request, rule.error)
                 return self.encode(api, context, response)
 
         if registration.is_async:

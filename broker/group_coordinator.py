@@ -139,7 +139,7 @@ class GroupCoordinator:
     def open(self) -> None:
         """Start following the metadata; if `__consumer_offsets` exists, load the partitions led here in the
         background (returns without waiting for them). Never creates the topic. Needs a running event loop."""
-        self.broker.controller.subscribers.append(self._on_metadata)
+        self.broker.metadata_subscribers.append(self._on_metadata)
         self._schedule_retention_check()
         self._load_led()
 

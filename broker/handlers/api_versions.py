@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker.dispatch import RequestContext, handles, supported_versions
+from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles, supported_versions
 from protocol.errors import ErrorCode
 from protocol.messages import api_versions
 
@@ -22,9 +22,10 @@ Response = api_versions.RESPONSE.cls
 ApiVersion = api_versions.RESPONSE.ApiVersion
 
 
-@handles(api_versions.API, "0-4")
+@handles(api_versions.API, "0-4", roles=(BROKER, CONTROLLER))
 def handle(context: RequestContext, request: Any) -> Any:
-    keys = [ApiVersion(api_key=key, min_version=low, max_version=high) for key, low, high in supported_versions()]
+    keys = [ApiVersion(api_key=key, min_version=low, max_version=high)
+            for key, low, high in supported_versions(context.role)]
     if context.unsupported:
         return Response(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=keys)
     if context.api_version >= 3:

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
+from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles
 from protocol.messages import create_partitions
 
 Response = create_partitions.RESPONSE.cls
 Result = create_partitions.RESPONSE.CreatePartitionsTopicResult
 
 
-@handles(create_partitions.API, "0-3")
-def handle(context: RequestContext, request: Any) -> Any:
-    controller = context.broker.controller
+@handles(create_partitions.API, "0-3", roles=(BROKER, CONTROLLER))
+async def handle(context: RequestContext, request: Any) -> Any:
+    channel = context.broker.channel
     results = []
     for topic in request.topics:
         assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
-        error, message = controller.create_partitions(topic.name, topic.count, assignments, request.validate_only)
+        error, message = await channel.create_partitions(topic.name, topic.count, assignments,
+                                                        request.validate_only)
         results.append(Result(name=topic.name, error_code=error, error_message=message))
     return Response(results=results)

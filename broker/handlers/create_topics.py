@@ -15,7 +15,7 @@ from typing import Any
 
 from broker.config import TOPIC_CONFIGS, render_value, topic_config
 from broker.controller.controller import NewTopic
-from broker.dispatch import RequestContext, handles
+from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles
 from protocol.errors import ErrorCode
 from protocol.messages import create_topics
 
@@ -26,8 +26,8 @@ DYNAMIC_TOPIC_CONFIG = 1  # ConfigSource
 DEFAULT_CONFIG = 5
 
 
-@handles(create_topics.API, "0-7")
-def handle(context: RequestContext, request: Any) -> Any:
+@handles(create_topics.API, "0-7", roles=(BROKER, CONTROLLER))
+async def handle(context: RequestContext, request: Any) -> Any:
     broker = context.broker
     new_topics = [
         NewTopic(t.name, t.num_partitions, t.replication_factor,
@@ -35,7 +35,7 @@ def handle(context: RequestContext, request: Any) -> Any:
                  {c.name: c.value for c in t.configs})
         for t in request.topics
     ]
-    results = broker.controller.create_topics(new_topics, request.validate_only)
+    results = await broker.channel.create_topics(new_topics, request.validate_only)
     topics = []
     for result in results:
         answer = TopicResult(name=result.name, error_code=result.error_code, error_message=result.error_message)

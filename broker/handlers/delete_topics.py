@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
+from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles
 from protocol.errors import ErrorCode
 from protocol.messages import delete_topics
 
@@ -18,13 +18,13 @@ Response = delete_topics.RESPONSE.cls
 Result = delete_topics.RESPONSE.DeletableTopicResult
 
 
-@handles(delete_topics.API, "0-6")
-def handle(context: RequestContext, request: Any) -> Any:
+@handles(delete_topics.API, "0-6", roles=(BROKER, CONTROLLER))
+async def handle(context: RequestContext, request: Any) -> Any:
     if context.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    results = context.broker.controller.delete_topics(wanted)
+    results = await context.broker.channel.delete_topics(wanted)
     return Response(responses=[
         Result(name=name, topic_id=topic_id, error_code=error,
                error_message=None if error == ErrorCode.NONE else error.name)

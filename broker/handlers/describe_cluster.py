@@ -3,14 +3,15 @@
 Behaviour: kafka-python's admin `describe_cluster()` uses it when advertised. Cluster authorized operations are
 INT32_MIN unless asked for, then everything (no ACLs).
 Version notes: v1 endpoint_type: only brokers (1); asking for controllers (2) answers
-UNSUPPORTED_ENDPOINT_TYPE, since the controller is embedded and has no listener of its own.
+UNSUPPORTED_ENDPOINT_TYPE: controllers are not listed (the broker-to-controller address is configured).
+Also served by a controller-only process (the launcher and brokers ask it for its id).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
+from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles
 from broker.handlers.metadata import CLUSTER_OPERATIONS, NO_OPERATIONS
 from protocol.errors import ErrorCode
 from protocol.messages import describe_cluster
@@ -20,7 +21,7 @@ Broker = describe_cluster.RESPONSE.DescribeClusterBroker
 BROKERS = 1
 
 
-@handles(describe_cluster.API, "0-1")
+@handles(describe_cluster.API, "0-1", roles=(BROKER, CONTROLLER))
 def handle(context: RequestContext, request: Any) -> Any:
     broker = context.broker
     if request.endpoint_type != BROKERS:
@@ -31,7 +32,7 @@ def handle(context: RequestContext, request: Any) -> Any:
         cluster_id=broker.cluster_id,
         controller_id=broker.metadata.controller_id,
         brokers=[Broker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                 for b in broker.metadata.brokers.values()],
+                 for b in broker.metadata.live_brokers.values()],
         cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
                                        else NO_OPERATIONS),
     )

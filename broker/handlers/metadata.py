@@ -1,8 +1,9 @@
 """Metadata · v0-12 · brokers, cluster id, controller, topics with partitions, leaders and epochs.
 
-Behaviour: every registered broker; per partition the leader, leader_epoch (v7+), replicas, ISR and offline
-replicas; topic ids (v10+); a topic asked for by id alone (v12) is found by id. An unknown topic is created
-when the request allows it (v4+, else always) and `auto.create.topics.enable` is on, with `num.partitions`.
+Behaviour: every live (registered, unfenced) broker; per partition the leader, leader_epoch (v7+), replicas,
+ISR and offline replicas (the fenced ones); topic ids (v10+); a topic asked for by id alone (v12) is found by
+id. An unknown topic is created when the request allows it (v4+, else always) and
+`auto.create.topics.enable` is on, with `num.partitions`.
 Illegal names (characters, length, "." / "..") get INVALID_TOPIC_EXCEPTION.
 Version notes: v0 asks for all topics with an empty list, v1+ with null. Authorized operations are
 INT32_MIN unless asked for (-1 crashes kafka-python at v8-10); asked for, every operation is allowed (no ACLs).
@@ -32,19 +33,19 @@ NO_OPERATIONS = -(2**31)
 
 
 @handles(metadata.API, "0-12")
-def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext, request: Any) -> Any:
     broker = context.broker
     cache = broker.metadata
     version = context.api_version
     include_ops = request.include_topic_authorized_operations
     if request.topics is None or (version == 0 and not request.topics):
-        topics = [_topic(state, include_ops) for state in cache.topics_by_name.values()]
+        topics = [_topic(state, include_ops, cache.fenced_brokers) for state in cache.topics_by_name.values()]
     else:
         auto_create = broker.config.auto_create_topics_enable and request.allow_auto_topic_creation
-        topics = [_requested_topic(broker, wanted, auto_create, include_ops) for wanted in request.topics]
+        topics = [await _requested_topic(broker, wanted, auto_create, include_ops) for wanted in request.topics]
     return Response(
         brokers=[ResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                 for b in cache.brokers.values()],
+                 for b in cache.live_brokers.values()],
         cluster_id=broker.cluster_id,
         controller_id=cache.controller_id,
         topics=topics,
@@ -53,27 +54,27 @@ def handle(context: RequestContext, request: Any) -> Any:
     )
 
 
-def _requested_topic(broker: Any, wanted: Any, auto_create: bool, include_ops: bool) -> Any:
+async def _requested_topic(broker: Any, wanted: Any, auto_create: bool, include_ops: bool) -> Any:
     cache = broker.metadata
     if wanted.name is None:
         state = cache.topics_by_id.get(wanted.topic_id)
         if state is None:
             return ResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id)
-        return _topic(state, include_ops)
+        return _topic(state, include_ops, cache.fenced_brokers)
     state = cache.topics_by_name.get(wanted.name)
     if state is None:
         if topic_name_error(wanted.name) is not None:
             return ResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=wanted.name)
         if not auto_create:
             return ResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=wanted.name)
-        (result,) = broker.controller.create_topics([NewTopic(wanted.name)])
+        (result,) = await broker.channel.create_topics([NewTopic(wanted.name)], False)
         state = cache.topics_by_name.get(wanted.name)
         if state is None:
             return ResponseTopic(error_code=result.error_code, name=wanted.name)
-    return _topic(state, include_ops)
+    return _topic(state, include_ops, cache.fenced_brokers)
 
 
-def _topic(state: TopicState, include_ops: bool) -> Any:
+def _topic(state: TopicState, include_ops: bool, fenced: set[int]) -> Any:
     partitions = [
         ResponsePartition(
             error_code=ErrorCode.NONE if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
@@ -82,7 +83,7 @@ def _topic(state: TopicState, include_ops: bool) -> Any:
             leader_epoch=p.leader_epoch,
             replica_nodes=list(p.replicas),
             isr_nodes=list(p.isr),
-            offline_replicas=[],
+            offline_replicas=[r for r in p.replicas if r in fenced],
         )
         for p in sorted(state.partitions.values(), key=lambda p: p.partition)
     ]

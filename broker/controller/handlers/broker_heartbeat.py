@@ -1,0 +1,24 @@
+"""BrokerHeartbeat · v0-1 · (controller) liveness, fencing and controlled shutdown.
+
+Behaviour: a stale broker epoch answers STALE_BROKER_EPOCH; otherwise the heartbeat renews the broker's
+session, unfences it once it has caught up with the metadata log, and with want_shut_down fences it at once
+(moving its leaderships) and answers should_shut_down (Controller.heartbeat).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import CONTROLLER, RequestContext, handles
+from protocol.messages import broker_heartbeat
+
+Response = broker_heartbeat.RESPONSE.cls
+
+
+@handles(broker_heartbeat.API, "0-1", roles=(CONTROLLER,))
+def handle(context: RequestContext, request: Any) -> Any:
+    result = context.broker.controller.heartbeat(request.broker_id, request.broker_epoch,
+                                                 request.current_metadata_offset, request.want_fence,
+                                                 request.want_shut_down)
+    return Response(error_code=result.error, is_caught_up=result.is_caught_up, is_fenced=result.is_fenced,
+                    should_shut_down=result.should_shut_down)

@@ -1,0 +1,30 @@
+"""BrokerRegistration · v0-3 · (controller) a broker (re)registers and gets a new broker epoch.
+
+Behaviour: the broker's first listener is where clients and other brokers reach it. A different cluster id
+answers INCONSISTENT_CLUSTER_ID. Registration bumps the leader epoch of the partitions the broker leads
+(KIP-101's returning leader) and elects it where a partition waits for it (Controller.register_broker).
+Skipped: features (all brokers run this version), log dirs, ZooKeeper migration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.dispatch import CONTROLLER, RequestContext, handles
+from protocol.errors import ErrorCode
+from protocol.messages import broker_registration
+
+Response = broker_registration.RESPONSE.cls
+
+
+@handles(broker_registration.API, "0-3", roles=(CONTROLLER,))
+def handle(context: RequestContext, request: Any) -> Any:
+    server = context.broker
+    if request.cluster_id and request.cluster_id != server.cluster_id:
+        return Response(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
+    if not request.listeners:
+        return Response(error_code=ErrorCode.INVALID_REQUEST)
+    listener = request.listeners[0]
+    epoch = server.controller.register_broker(request.broker_id, request.incarnation_id, listener.host,
+                                              listener.port, request.rack)
+    return Response(error_code=ErrorCode.NONE, broker_epoch=epoch)

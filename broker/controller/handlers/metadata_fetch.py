@@ -1,0 +1,49 @@
+"""Fetch · v13-16 · (controller) brokers pull the metadata log: `__cluster_metadata` partition 0, by topic id.
+
+Behaviour: records from fetch_offset to the end, as one batch (broker/controller/metadata_log.py), high
+watermark = the controller's end offset; with nothing new, waits up to max_wait_ms for a commit (long poll, no
+polling). Any other topic: UNKNOWN_TOPIC_ID; a fetch offset past the end: OFFSET_OUT_OF_RANGE.
+Version notes: v13+ only, since partitions are named by topic id.
+Skipped: max_bytes (metadata logs here are small: a whole range goes in one answer, so a commit is never
+split and a broker applies registrations and their epoch bumps together).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.controller import metadata_log
+from broker.dispatch import CONTROLLER, RequestContext, handles
+from protocol.errors import ErrorCode
+from protocol.messages import fetch
+
+Response = fetch.RESPONSE.cls
+TopicResponse = fetch.RESPONSE.FetchableTopicResponse
+PartitionData = fetch.RESPONSE.PartitionData
+
+
+@handles(fetch.API, "13-16", roles=(CONTROLLER,))
+async def handle(context: RequestContext, request: Any) -> Any:
+    server = context.broker
+    controller = server.controller
+    wanted = [(t.topic_id, p) for t in request.topics for p in t.partitions]
+    if any(topic_id == metadata_log.METADATA_TOPIC_ID and p.partition == 0 for topic_id, p in wanted):
+        offset = next(p.fetch_offset for t, p in wanted if t == metadata_log.METADATA_TOPIC_ID)
+        await server.wait_for_records(offset, request.max_wait_ms / 1000)
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            answer = PartitionData(partition_index=p.partition, records=b"")
+            if topic.topic_id != metadata_log.METADATA_TOPIC_ID or p.partition != 0:
+                answer.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif not 0 <= p.fetch_offset <= controller.end_offset:
+                answer.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+            else:
+                answer.high_watermark = answer.last_stable_offset = controller.end_offset
+                answer.log_start_offset = 0
+                if p.fetch_offset < controller.end_offset:
+                    answer.records = metadata_log.encode(controller.records[p.fetch_offset:], p.fetch_offset)
+            partitions.append(answer)
+        topics.append(TopicResponse(topic_id=topic.topic_id, partitions=partitions))
+    return Response(responses=topics)

@@ -1,0 +1,316 @@
+"""`RemoteChannel`: a broker's `ControllerChannel` to a controller in another process (docs/cluster.md).
+
+Two connections, so that a long-polling metadata fetch never delays a heartbeat (a Kafka connection answers
+in request order): one pulls the metadata log, the other carries registration, heartbeats and writes. Both
+reconnect with backoff; a broker keeps serving what it knows while the controller is away, and is fenced by
+the controller if that lasts longer than its session.
+
+Rules:
+- Records are applied in metadata-offset order, each exactly once; a gap or a bad batch drops the connection
+  and the fetch resumes from the last applied offset.
+- A write returns once its effect is visible in this broker's `MetadataCache` (the fetch loop applies the
+  controller's commit within one long poll), so the handler that asked can answer from the cache.
+- STALE_BROKER_EPOCH on a heartbeat (another process registered as this node) and a failure to apply a record
+  (a bug: the broker's state would no longer follow the controller) are fatal: `on_fatal` is called with the
+  reason (the broker exits; Kafka's does too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from broker.client import KafkaClient
+from broker.config import BrokerConfig
+from broker.controller import metadata_log
+from broker.controller.channel import OnRecords
+from broker.controller.controller import NewTopic, PartitionChangeResult, TopicResult
+from broker.metadata_cache import MetadataCache
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import (
+    allocate_producer_ids,
+    alter_partition,
+    broker_heartbeat,
+    broker_registration,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_cluster,
+    elect_leaders,
+    fetch,
+)
+from protocol.schema import Api
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 60.0  # a broker started before its controller waits this long for it
+RETRY_BACKOFF_S = 0.2
+METADATA_MAX_WAIT_MS = 500
+APPLY_TIMEOUT_S = 10.0
+DYNAMIC_TOPIC_CONFIG = 1  # CreateTopics config_source of a config set on the topic
+PLAINTEXT = 0
+
+
+class _Link:
+    """One lazily (re)connected, version-negotiated connection to the controller."""
+
+    def __init__(self, host: str, port: int, client_id: str) -> None:
+        self.host, self.port, self.client_id = host, port, client_id
+        self._client: KafkaClient | None = None
+
+    async def call(self, api: Api, body: Any, version: int | None = None) -> Any:
+        """Send one request; on a connection failure the link is reset and ConnectionError raised."""
+        try:
+            if self._client is None:
+                client = KafkaClient(self.host, self.port, self.client_id)
+                await client.open()
+                await client.negotiate()
+                self._client = client
+            chosen = self._client.version_for(api) if version is None else version
+            return await self._client.request(api, chosen, body)
+        except (OSError, EOFError) as exc:
+            await self.close()
+            raise ConnectionError(f"controller {self.host}:{self.port}: {exc}") from exc
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+
+class RemoteChannel:
+    def __init__(self, config: BrokerConfig, metadata: MetadataCache, on_fatal: Callable[[str], None]) -> None:
+        host, _, port = config.controller_address.rpartition(":")
+        self.node_id = config.node_id
+        self.heartbeat_interval_s = config.broker_heartbeat_interval_ms / 1000
+        self.metadata = metadata
+        self.on_fatal = on_fatal
+        self.controller_id = -1
+        self._requests = _Link(host, int(port), f"broker-{config.node_id}")
+        self._fetches = _Link(host, int(port), f"broker-{config.node_id}-metadata")
+        self._on_records: OnRecords | None = None
+        self._applied = asyncio.Event()  # set (and replaced) whenever records were applied
+        self._high_watermark = 0  # the controller's end offset, as last seen
+        self._broker_epoch = -1
+        self._fetch_task: asyncio.Task | None = None
+        self._heartbeat_task: asyncio.Task | None = None
+
+    # -- the metadata log ---------------------------------------------------------------------------
+
+    async def start(self, on_records: OnRecords) -> None:
+        self._on_records = on_records
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CONNECT_TIMEOUT_S
+        while True:
+            try:
+                response = await self._requests.call(describe_cluster.API, describe_cluster.REQUEST.cls())
+                break
+            except ConnectionError as exc:
+                if loop.time() > deadline:
+                    raise ConnectionError(f"no controller after {CONNECT_TIMEOUT_S:.0f} s: {exc}") from exc
+                log.info("waiting for the controller (%s)", exc)
+                await asyncio.sleep(RETRY_BACKOFF_S * 5)
+        self.controller_id = response.controller_id
+        while True:  # catch up before the broker opens its logs: topic configs come from the metadata
+            await self._fetch_once(max_wait_ms=0)
+            if self.metadata.metadata_offset + 1 >= self._high_watermark:
+                break
+        log.info("caught up with the metadata log of controller %d at offset %d", self.controller_id,
+                 self.metadata.metadata_offset)
+        self._fetch_task = asyncio.create_task(self._fetch_loop())
+
+    async def _fetch_loop(self) -> None:
+        while True:
+            try:
+                await self._fetch_once(METADATA_MAX_WAIT_MS)
+            except (ConnectionError, KafkaError) as exc:
+                log.warning("metadata fetch failed: %s; retrying", exc)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+            except Exception:
+                log.exception("applying metadata failed")
+                self.on_fatal("applying metadata failed")
+                return
+
+    async def _fetch_once(self, max_wait_ms: int) -> None:
+        offset = self.metadata.metadata_offset + 1
+        request = fetch.REQUEST.cls(
+            max_wait_ms=max_wait_ms, min_bytes=1, session_epoch=-1,
+            topics=[fetch.REQUEST.FetchTopic(topic_id=metadata_log.METADATA_TOPIC_ID, partitions=[
+                fetch.REQUEST.FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 30)])])
+        response = await self._fetches.call(fetch.API, request)
+        (answer,) = response.responses[0].partitions
+        if answer.error_code != ErrorCode.NONE:
+            raise KafkaError(f"metadata fetch from {offset}", ErrorCode(answer.error_code))
+        self._high_watermark = answer.high_watermark
+        if not answer.records:
+            return
+        fetched = metadata_log.decode(answer.records)
+        if fetched[0][0] != offset:
+            await self._fetches.close()
+            raise KafkaError(f"metadata fetch from {offset} answered from {fetched[0][0]}",
+                             ErrorCode.CORRUPT_MESSAGE)
+        assert self._on_records is not None
+        self._on_records([record for _, record in fetched])
+        self._applied.set()
+        self._applied = asyncio.Event()
+
+    async def _until(self, applied: Callable[[], bool], what: str) -> None:
+        """Wait until the fetch loop has applied what makes `applied()` true."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + APPLY_TIMEOUT_S
+        while not applied():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise KafkaError(f"{what}: not visible in the metadata after {APPLY_TIMEOUT_S:.0f} s",
+                                 ErrorCode.REQUEST_TIMED_OUT)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._applied.wait(), remaining)
+
+    # -- registration and heartbeats ------------------------------------------------------------------
+
+    async def register(self, node_id: int, incarnation_id: bytes, host: str, port: int,
+                       rack: str | None) -> int:
+        request = broker_registration.REQUEST.cls(
+            broker_id=node_id, cluster_id=self.metadata.cluster_id or "", incarnation_id=incarnation_id,
+            listeners=[broker_registration.REQUEST.Listener(name="PLAINTEXT", host=host, port=port,
+                                                            security_protocol=PLAINTEXT)],
+            rack=rack)
+        response = await self._requests.call(broker_registration.API, request)
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(f"registration of node {node_id} refused", ErrorCode(response.error_code))
+        epoch = response.broker_epoch
+        registered = self.metadata.brokers
+
+        await self._until(lambda: node_id in registered and registered[node_id].broker_epoch == epoch,
+                          f"registration of node {node_id}")
+        self._broker_epoch = epoch
+        self._heartbeat_task = asyncio.create_task(self._heartbeat_loop())
+        return epoch
+
+    async def _heartbeat(self, want_shut_down: bool = False) -> Any:
+        return await self._requests.call(broker_heartbeat.API, broker_heartbeat.REQUEST.cls(
+            broker_id=self.node_id, broker_epoch=self._broker_epoch,
+            current_metadata_offset=self.metadata.metadata_offset, want_fence=False,
+            want_shut_down=want_shut_down))
+
+    async def _heartbeat_loop(self) -> None:
+        fenced = False
+        while True:
+            await asyncio.sleep(self.heartbeat_interval_s)
+            try:
+                response = await self._heartbeat()
+            except ConnectionError as exc:
+                log.warning("heartbeat failed: %s", exc)
+                continue
+            if response.error_code == ErrorCode.STALE_BROKER_EPOCH:
+                self.on_fatal("the controller answered STALE_BROKER_EPOCH: another process registered as this node")
+                return
+            if response.is_fenced != fenced:
+                fenced = response.is_fenced
+                log.warning("node %d is %s by the controller", self.node_id, "fenced" if fenced else "unfenced")
+
+    async def shut_down(self, node_id: int, broker_epoch: int) -> None:
+        if self._heartbeat_task is not None:  # the metadata fetch goes on: it brings the leadership moves
+            self._heartbeat_task.cancel()
+        response = await self._heartbeat(want_shut_down=True)
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError("controlled shutdown refused", ErrorCode(response.error_code))
+        await self._until(lambda: node_id in self.metadata.fenced_brokers, f"controlled shutdown of {node_id}")
+
+    # -- writes -------------------------------------------------------------------------------------
+
+    async def create_topics(self, topics: list[NewTopic], validate_only: bool) -> list[TopicResult]:
+        Topic, Assignment, Config = (create_topics.REQUEST.CreatableTopic,
+                                     create_topics.REQUEST.CreatableReplicaAssignment,
+                                     create_topics.REQUEST.CreatableTopicConfig)
+        request = create_topics.REQUEST.cls(validate_only=validate_only, topics=[
+            Topic(name=t.name, num_partitions=t.num_partitions, replication_factor=t.replication_factor,
+                  assignments=[Assignment(partition_index=p, broker_ids=r) for p, r in t.assignments.items()],
+                  configs=[Config(name=k, value=v) for k, v in t.configs.items()])
+            for t in topics])
+        response = await self._requests.call(create_topics.API, request)
+        results = [
+            TopicResult(r.name, ErrorCode(r.error_code), r.error_message, r.topic_id, r.num_partitions,
+                        r.replication_factor,
+                        {c.name: c.value for c in r.configs or () if c.config_source == DYNAMIC_TOPIC_CONFIG})
+            for r in response.topics]
+        created = [r.name for r in results if r.error_code == ErrorCode.NONE and not validate_only]
+        await self._until(lambda: all(n in self.metadata.topics_by_name for n in created), "topic creation")
+        return results
+
+    async def delete_topics(self, topics: list[tuple[str | None, bytes | None]]
+                            ) -> list[tuple[str | None, bytes, ErrorCode]]:
+        Topic = delete_topics.REQUEST.DeleteTopicState
+        request = delete_topics.REQUEST.cls(topics=[Topic(name=n, topic_id=i or bytes(16)) for n, i in topics],
+                                            topic_names=[n for n, _ in topics if n is not None])
+        response = await self._requests.call(delete_topics.API, request)
+        results = [(r.name, r.topic_id, ErrorCode(r.error_code)) for r in response.responses]
+        deleted = [i for _, i, e in results if e == ErrorCode.NONE]
+        await self._until(lambda: not any(i in self.metadata.topics_by_id for i in deleted), "topic deletion")
+        return results
+
+    async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
+                                validate_only: bool) -> tuple[ErrorCode, str | None]:
+        Topic, Assignment = create_partitions.REQUEST.CreatePartitionsTopic, (
+            create_partitions.REQUEST.CreatePartitionsAssignment)
+        request = create_partitions.REQUEST.cls(validate_only=validate_only, topics=[Topic(
+            name=name, count=count,
+            assignments=None if assignments is None else [Assignment(broker_ids=a) for a in assignments])])
+        (result,) = (await self._requests.call(create_partitions.API, request)).results
+        error = ErrorCode(result.error_code)
+        if error == ErrorCode.NONE and not validate_only:
+            topics = self.metadata.topics_by_name
+            await self._until(lambda: name in topics and len(topics[name].partitions) >= count, "new partitions")
+        return error, result.error_message
+
+    async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:
+        response = await self._requests.call(allocate_producer_ids.API, allocate_producer_ids.REQUEST.cls(
+            broker_id=node_id, broker_epoch=broker_epoch))
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError("producer ids refused", ErrorCode(response.error_code))
+        return response.producer_id_start, response.producer_id_len
+
+    async def alter_partition(self, node_id: int, broker_epoch: int, topic_id: bytes, partition: int,
+                              leader_epoch: int, partition_epoch: int, new_isr: tuple[int, ...]
+                              ) -> PartitionChangeResult:
+        request = alter_partition.REQUEST
+        body = request.cls(broker_id=node_id, broker_epoch=broker_epoch, topics=[request.TopicData(
+            topic_id=topic_id, partitions=[request.PartitionData(
+                partition_index=partition, leader_epoch=leader_epoch, partition_epoch=partition_epoch,
+                new_isr_with_epochs=[request.BrokerState(broker_id=b) for b in new_isr])])])
+        response = await self._requests.call(alter_partition.API, body, version=3)
+        if response.error_code != ErrorCode.NONE:
+            return PartitionChangeResult(ErrorCode(response.error_code))
+        (answer,) = response.topics[0].partitions
+        result = PartitionChangeResult(ErrorCode(answer.error_code), answer.leader_id, answer.leader_epoch,
+                                       answer.partition_epoch, tuple(answer.isr))
+        if result.error == ErrorCode.NONE:
+            state = self.metadata.topics_by_id.get(topic_id)
+            await self._until(lambda: state is None or state.partitions[partition].partition_epoch
+                              >= result.partition_epoch, "ISR change")
+        return result
+
+    async def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool, target_leader: int
+                            ) -> list[tuple[str, int, ErrorCode, str | None]]:
+        Topic = elect_leaders.REQUEST.TopicPartitions
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions or ():
+            by_topic.setdefault(topic, []).append(partition)
+        request = elect_leaders.REQUEST.cls(
+            election_type=1 if unclean else 0, target_leader=target_leader,
+            topic_partitions=None if partitions is None else [Topic(topic=t, partitions=p)
+                                                              for t, p in by_topic.items()])
+        response = await self._requests.call(elect_leaders.API, request, version=2)
+        return [(r.topic, p.partition_id, ErrorCode(p.error_code), p.error_message)
+                for r in response.replica_election_results for p in r.partition_result]
+
+    async def close(self) -> None:
+        tasks = [t for t in (self._fetch_task, self._heartbeat_task) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._requests.close()
+        await self._fetches.close()

@@ -1,0 +1,87 @@
+"""`ControllerServer`: a controller-only process (`process.roles=controller`), serving brokers over the wire.
+
+It owns the `Controller` and its store, answers the controller APIs (broker/controller/handlers/ and the
+shared topic handlers in broker/handlers/), wakes brokers' long-polling metadata fetches when records are
+committed, and fences brokers whose heartbeats stop (`Controller.check_liveness`, on a timer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+
+from broker.config import BrokerConfig, Endpoint
+from broker.controller.channel import EmbeddedChannel
+from broker.controller.controller import Controller
+from broker.controller.store import FileMetadataStore
+from broker.dispatch import CONTROLLER, Dispatcher
+from broker.metadata_cache import MetadataCache
+from broker.server import KafkaServer
+
+log = logging.getLogger(__name__)
+
+LIVENESS_CHECK_INTERVAL_S = 0.1
+
+
+class ControllerServer:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.controller = Controller(config, FileMetadataStore(config.data_dir))
+        self.channel = EmbeddedChannel(self.controller)  # the shared topic handlers call the controller through it
+        self.metadata: MetadataCache = self.controller.image
+        self.server: KafkaServer | None = None
+        self._appended = asyncio.Event()  # set (and replaced) on every commit: wakes metadata long polls
+        self._liveness: asyncio.Task | None = None
+
+    @property
+    def cluster_id(self) -> str:
+        return self.metadata.cluster_id or ""
+
+    async def start(self) -> Endpoint:
+        os.makedirs(self.config.data_dir, exist_ok=True)
+        self.controller.start()
+        self.controller.subscribers.append(self._on_commit)
+        dispatcher = Dispatcher(self, role=CONTROLLER)
+        self.server = KafkaServer(dispatcher, self.config.socket_request_max_bytes,
+                                  self.config.connections_max_idle_ms)
+        listener = self.config.listeners[0]
+        host, port = await self.server.start(listener.host, listener.port)
+        if listener.port == 0:
+            self.config = dataclasses.replace(
+                self.config, listeners=(Endpoint(listener.listener, listener.host, port), *self.config.listeners[1:]))
+        self._liveness = asyncio.create_task(self._check_liveness())
+        log.info("controller %d serving %d metadata records", self.node_id, self.controller.end_offset)
+        return Endpoint(listener.listener, host, port)
+
+    def _on_commit(self, _records: list) -> None:
+        self._appended.set()
+        self._appended = asyncio.Event()
+
+    async def wait_for_records(self, offset: int, timeout_s: float) -> None:
+        """Return once the metadata log has a record at `offset`, or after `timeout_s`."""
+        if offset < self.controller.end_offset or timeout_s <= 0:
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._appended.wait(), timeout_s)
+
+    async def _check_liveness(self) -> None:
+        while True:
+            await asyncio.sleep(LIVENESS_CHECK_INTERVAL_S)
+            try:
+                self.controller.check_liveness()
+            except Exception:  # a bug here must not stop fencing for good
+                log.exception("liveness check failed")
+
+    async def stop(self) -> None:
+        if self._liveness is not None:
+            self._liveness.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._liveness
+        if self.server is not None:
+            await self.server.stop()
+        self.controller.close()
+        log.info("controller %d stopped cleanly", self.node_id)
