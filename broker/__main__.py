@@ -15,6 +15,7 @@ import asyncio
 import logging
 import signal
 import sys
+from typing import Any
 
 from broker import launcher
 from broker.config import BrokerConfig, ConfigError, load_config
@@ -35,9 +36,15 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 async def _serve(config: BrokerConfig) -> None:
-    from broker.app import Broker  # after the config is known good: keeps `--help` and bad configs fast
+    # Imported after the config is known good: keeps `--help` and bad configs fast.
+    if config.process_roles == {"controller"}:
+        from broker.controller.server import ControllerServer
 
-    broker = Broker(config)
+        broker: Any = ControllerServer(config)
+    else:
+        from broker.app import Broker
+
+        broker = Broker(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
