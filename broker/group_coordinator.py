@@ -277,7 +277,11 @@ class GroupCoordinator:
         return None if state is None else state.topic_id
 
     def _on_metadata(self, metadata_records: list[Any]) -> None:
-        """A deleted topic takes its committed offsets with it (KIP-232); a partition newly led here loads."""
+        """A deleted topic takes its committed offsets with it (KIP-232); a partition newly led here loads, one
+        led elsewhere now unloads (its members get NOT_COORDINATOR and find the new coordinator)."""
+        for partition in [p for p in self.owned if not self._leads(p)]:
+            log.info("__consumer_offsets-%d is led elsewhere now: its groups unload", partition)
+            self.unload(partition)
         self._load_led()
         deleted = {r.topic_id for r in metadata_records if isinstance(r, RemoveTopicRecord)}
         if deleted:
