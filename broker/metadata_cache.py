@@ -10,6 +10,7 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from broker.controller.records import (
@@ -106,6 +107,12 @@ class MetadataCache:
     def live_brokers(self) -> dict[int, RegisterBrokerRecord]:
         """Registered and not fenced: the brokers Metadata lists and elections pick from."""
         return {n: b for n, b in self.brokers.items() if n not in self.fenced_brokers}
+
+    def partitions(self) -> Iterator[tuple[TopicState, PartitionState]]:
+        """Every partition with its topic, topics in creation order, partitions by index."""
+        for topic in self.topics_by_id.values():
+            for index in sorted(topic.partitions):
+                yield topic, topic.partitions[index]
 
     def partition(self, topic: str, index: int) -> PartitionState | None:
         state = self.topics_by_name.get(topic)
