@@ -9,10 +9,20 @@ exposing the same names.
 
 Rules:
 - Records are durable before anyone sees them: a subscriber never acts on metadata that a crash could undo.
+- Broker epochs only grow, across controller restarts too (derived from the replayed registrations); a
+  registration with the incarnation id of the current one is a retry and gets the same epoch.
 - Returning leaders (KIP-101): when a broker registers while it leads partitions, each of those partitions
   gets a new leader epoch (and partition epoch), so a leader that restarts without an election still starts a
-  new epoch; the broker records the epoch's start offset before accepting produce.
-- Every leader change bumps the leader epoch; epochs never go down.
+  new epoch; the broker records the epoch's start offset before accepting produce. A broker that registers or
+  is unfenced is also elected where the partition is leaderless and it is in the ISR (or, with unclean
+  election allowed, a replica).
+- A broker not heard from for `broker.session.timeout.ms` (or shutting down) is fenced: out of every ISR, its
+  leaderships moved to the next live ISR member. Heartbeat times are not durable: after a controller restart
+  every registered broker gets a full session from the start.
+- A partition that has a leader has no fenced broker in its ISR; a leaderless one keeps its last ISR member
+  (KRaft's rule), the replica to wait for.
+- Every leader change bumps the leader epoch and the partition epoch, an ISR-only change the partition epoch;
+  epochs never go down.
 - Topic ids are random 16-byte UUIDs (uuid4), never reused.
 """
 
@@ -27,8 +37,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.config import BrokerConfig, validate_topic_configs
+from broker.config import BrokerConfig, topic_config, validate_topic_configs
 from broker.controller.records import (
+    BrokerFenceRecord,
     ClusterRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -38,7 +49,7 @@ from broker.controller.records import (
     TopicRecord,
 )
 from broker.controller.store import MetadataStore
-from broker.metadata_cache import MetadataCache, TopicState
+from broker.metadata_cache import MetadataCache, PartitionState, TopicState
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -110,12 +121,15 @@ class Controller:
         self.image.controller_id = config.node_id
         self.records: list[Any] = []  # the metadata log: a record's index is its metadata offset
         self.subscribers: list[Callable[[list[Any]], None]] = []
+        self.last_heartbeat: dict[int, float] = {}  # node id -> clock() of its last sign of life
 
     def start(self) -> list[Any]:
         """Replay the store; returns every record, for the first subscriber's initial state."""
         self.records = self.store.load()
         for record in self.records:
             self.image.apply(record)
+        started = self.clock()  # when each broker was last heard from died with the previous controller
+        self.last_heartbeat = dict.fromkeys(self.image.brokers, started)
         if self.image.cluster_id is None:
             cluster_id = self.config.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
             self._commit([ClusterRecord(cluster_id)])
@@ -141,20 +155,114 @@ class Controller:
     # -- brokers ------------------------------------------------------------------------------------
 
     def register_broker(self, node_id: int, incarnation_id: bytes, host: str, port: int,
-                              rack: str | None = None) -> int:
-        """Register (or re-register) a broker; returns its new broker epoch and bumps its leaderships."""
+                        rack: str | None = None) -> int:
+        """Register (or re-register) a broker, unfenced; returns its broker epoch.
+
+        A new incarnation gets a new epoch, and its leaderships a new leader epoch (KIP-101); the same
+        incarnation again is a retry (its answer was lost) and gets the current epoch, writing nothing."""
+        self.last_heartbeat[node_id] = self.clock()
+        current = self.image.brokers.get(node_id)
+        if current is not None and current.incarnation_id == incarnation_id:
+            return current.broker_epoch
         broker_epoch = max((b.broker_epoch for b in self.image.brokers.values()), default=0) + 1
         records: list[Any] = [RegisterBrokerRecord(node_id, broker_epoch, incarnation_id, host, port, rack)]
-        for topic in self.image.topics_by_id.values():
-            for state in topic.partitions.values():
-                if state.leader == node_id or (state.leader == -1 and node_id in state.replicas):
-                    records.append(PartitionChangeRecord(
-                        state.topic_id, state.partition, node_id, state.leader_epoch + 1,
-                        state.partition_epoch + 1, state.isr or (node_id,)))
-                    log.info("leader epoch of %s-%d bumped to %d (broker %d registered)",
-                             topic.name, state.partition, state.leader_epoch + 1, node_id)
+        records += self._rejoin(node_id, f"broker {node_id} registered")
         self._commit(records)
+        log.info("broker %d registered with broker epoch %d", node_id, broker_epoch)
         return broker_epoch
+
+    def check_broker_epoch(self, node_id: int, broker_epoch: int) -> ErrorCode:
+        """NONE for the broker's current registration; a never-registered node or an older (or made-up) epoch
+        is answered so that the broker registers again."""
+        registered = self.image.brokers.get(node_id)
+        if registered is None:
+            return ErrorCode.BROKER_ID_NOT_REGISTERED
+        if registered.broker_epoch != broker_epoch:
+            return ErrorCode.STALE_BROKER_EPOCH
+        return ErrorCode.NONE
+
+    def heartbeat(self, node_id: int, broker_epoch: int, metadata_offset: int, want_fence: bool = False,
+                  want_shut_down: bool = False) -> HeartbeatResult:
+        """A broker's sign of life. A fenced broker is unfenced once it has applied the whole metadata log (and
+        does not ask to stay fenced); `want_shut_down` fences it at once, moving its leaderships away.
+        `want_fence` only keeps a fenced broker fenced: registration already unfences here, unlike KRaft."""
+        error = self.check_broker_epoch(node_id, broker_epoch)
+        if error != ErrorCode.NONE:
+            return HeartbeatResult(error)
+        self.last_heartbeat[node_id] = self.clock()
+        caught_up = metadata_offset >= self.end_offset - 1
+        fenced = node_id in self.image.fenced_brokers
+        if want_shut_down:
+            if not fenced:
+                self._fence(node_id, "shutting down")
+            return HeartbeatResult(is_caught_up=caught_up, is_fenced=True, should_shut_down=True)
+        if fenced and caught_up and not want_fence:
+            self._commit([BrokerFenceRecord(node_id, broker_epoch, False),
+                          *self._rejoin(node_id, f"broker {node_id} unfenced")])
+            log.info("broker %d unfenced: caught up with the metadata log at offset %d", node_id, metadata_offset)
+            fenced = False
+        return HeartbeatResult(is_caught_up=caught_up, is_fenced=fenced)
+
+    def check_liveness(self) -> None:
+        """Fence every unfenced broker whose last heartbeat is older than the session timeout."""
+        deadline = self.clock() - self.config.broker_session_timeout_ms / 1000
+        for node_id in sorted(self.image.live_brokers):
+            if self.last_heartbeat[node_id] < deadline:
+                self._fence(node_id, f"no heartbeat for {self.config.broker_session_timeout_ms} ms")
+
+    def _fence(self, node_id: int, why: str) -> None:
+        """Fence a broker in one commit: out of every ISR, and each partition it led gets the first live ISR
+        member (assignment order) as leader; else, where unclean election is allowed, the first live replica
+        with ISR = [it]; else no leader (-1), the ISR kept so that its last member is elected when it returns."""
+        live = set(self.image.live_brokers) - {node_id}
+        records: list[Any] = [BrokerFenceRecord(node_id, self.image.brokers[node_id].broker_epoch, True)]
+        for topic, state in self.image.partitions():
+            if state.leader == node_id:
+                isr = tuple(r for r in state.isr if r != node_id)
+                leader = next((r for r in state.replicas if r in isr and r in live), -1)
+                if leader == -1 and self._unclean_allowed(topic):
+                    leader = next((r for r in state.replicas if r in live), -1)
+                    isr = (leader,)
+                if leader == -1:  # nobody to elect: the ISR keeps its last member, elected when it returns
+                    isr = state.isr
+                records.append(self._elect(topic, state, leader, isr, why))
+            elif state.leader != -1 and node_id in state.isr:
+                records.append(self._change_isr(state, tuple(r for r in state.isr if r != node_id)))
+        log.info("fencing broker %d (%s)", node_id, why)
+        self._commit(records)
+
+    def _rejoin(self, node_id: int, why: str) -> list[PartitionChangeRecord]:
+        """The elections a broker coming back (registered, or unfenced) wins: a new leader epoch where it leads
+        (KIP-101), leadership where there is no leader and it is in the ISR, or a replica with unclean election
+        allowed (ISR = [it])."""
+        records = []
+        for topic, state in self.image.partitions():
+            if state.leader == node_id or (state.leader == -1 and node_id in state.isr):
+                isr = state.isr
+            elif state.leader == -1 and node_id in state.replicas and self._unclean_allowed(topic):
+                isr = (node_id,)
+            else:
+                continue
+            records.append(self._elect(topic, state, node_id, isr, why))
+        return records
+
+    def _unclean_allowed(self, topic: TopicState) -> bool:
+        return topic_config(self.config, topic.configs)["unclean.leader.election.enable"]
+
+    @staticmethod
+    def _elect(topic: TopicState, state: PartitionState, leader: int, isr: tuple[int, ...],
+               why: str) -> PartitionChangeRecord:
+        """A leadership change (or a returning leader's new epoch): both epochs go up."""
+        log.info("%s-%d: leader %d -> %d in leader epoch %d, ISR %s (%s)", topic.name, state.partition,
+                 state.leader, leader, state.leader_epoch + 1, list(isr), why)
+        return PartitionChangeRecord(state.topic_id, state.partition, leader, state.leader_epoch + 1,
+                                     state.partition_epoch + 1, isr)
+
+    @staticmethod
+    def _change_isr(state: PartitionState, isr: tuple[int, ...]) -> PartitionChangeRecord:
+        """An ISR-only change: same leader and leader epoch, a new partition epoch."""
+        return PartitionChangeRecord(state.topic_id, state.partition, state.leader, state.leader_epoch,
+                                     state.partition_epoch + 1, isr)
 
     # -- topics -------------------------------------------------------------------------------------
 
@@ -184,7 +292,7 @@ class Controller:
             return fail(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         if request.name in self.image.topics_by_name:
             return fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {request.name!r} already exists")
-        live = sorted(self.image.brokers)
+        live = sorted(self.image.live_brokers)
         if request.assignments:
             if request.num_partitions != -1 or request.replication_factor != -1:
                 return fail(ErrorCode.INVALID_REQUEST, "give either assignments or partitions and replication")
@@ -253,7 +361,7 @@ class Controller:
         current = len(topic.partitions)
         if count <= current:
             return ErrorCode.INVALID_PARTITIONS, f"topic has {current} partitions; {count} does not add any"
-        live = sorted(self.image.brokers)
+        live = sorted(self.image.live_brokers)
         factor = len(topic.partitions[0].replicas)
         if assignments is not None:
             if len(assignments) != count - current or any(

@@ -3,7 +3,7 @@
 Every change to cluster metadata is one of these records. The controller appends them to its
 `MetadataStore` and applies them to its own state; the broker applies the same records to its
 `MetadataCache` and `ReplicaManager`. In one process both sides read the records directly; in a cluster
-(issue 6) brokers receive the same records over the wire, so nothing here knows where it runs.
+brokers fetch the same records from the controller (docs/cluster.md), so nothing here knows where it runs.
 
 Rules:
 - Records are frozen dataclasses with JSON-friendly fields (ids as hex strings on disk, bytes in memory).

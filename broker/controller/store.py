@@ -13,7 +13,7 @@ Rules:
 - A torn last line (a crash mid-append, never acknowledged) is cut off when the store is opened. A bad line
   anywhere else is corruption and stops the start: guessing at cluster metadata is worse than failing.
 - Synchronous file code, like storage/: the controller calls it on the event loop; appends are rare
-  (topic changes, registrations, producer-id blocks).
+  (topic changes, registrations, fencing, ISR changes, producer-id blocks).
 - Another backend (ZooKeeper, a Raft quorum) implements the same two methods.
 """
 

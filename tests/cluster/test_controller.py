@@ -1,0 +1,304 @@
+"""The controller's cluster logic: registration, heartbeats, fencing, AlterPartition, ElectLeaders.
+
+Synchronous and in-process: a controller over a FileMetadataStore in tmp_path and a fake clock; "restarting" the
+controller is a new one over the same directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.config import BrokerConfig
+from broker.controller.controller import Controller, NewTopic
+from broker.controller.records import BrokerFenceRecord
+from broker.controller.store import FileMetadataStore
+from broker.metadata_cache import PartitionState
+from protocol.errors import ErrorCode
+
+SESSION_MS = 9000
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class Cluster:
+    """A controller and the brokers registered with it (node id -> broker epoch)."""
+
+    def __init__(self, directory: Path, clock: FakeClock, unclean: bool = False) -> None:
+        self.directory = directory
+        self.clock = clock
+        self.config = dataclasses.replace(BrokerConfig(), node_id=1000, log_dirs=(str(directory),),
+                                          broker_session_timeout_ms=SESSION_MS,
+                                          unclean_leader_election_enable=unclean)
+        self.controller = self.start_controller()
+        self.epochs: dict[int, int] = {}
+
+    def start_controller(self) -> Controller:
+        controller = Controller(self.config, FileMetadataStore(str(self.directory)), self.clock)
+        controller.start()
+        return controller
+
+    def restart_controller(self) -> None:
+        self.controller.close()
+        self.controller = self.start_controller()
+
+    def register(self, node_id: int) -> int:
+        self.epochs[node_id] = self.controller.register_broker(node_id, uuid.uuid4().bytes, "127.0.0.1",
+                                                               9092 + node_id)
+        return self.epochs[node_id]
+
+    def heartbeat(self, node_id: int, **flags: bool) -> Any:
+        """A heartbeat from a broker that has applied the whole metadata log."""
+        return self.controller.heartbeat(node_id, self.epochs[node_id], self.controller.end_offset - 1, **flags)
+
+    def create(self, name: str, replicas: list[int], configs: dict[str, str] | None = None) -> bytes:
+        [result] = self.controller.create_topics([NewTopic(name, assignments={0: replicas}, configs=configs or {})])
+        assert result.error_code == ErrorCode.NONE, result.error_message
+        return result.topic_id
+
+    def state(self, name: str) -> PartitionState:
+        state = self.controller.image.partition(name, 0)
+        assert state is not None
+        return state
+
+    def summary(self, name: str) -> tuple[int, int, int, tuple[int, ...]]:
+        """(leader, leader epoch, partition epoch, ISR) of partition 0."""
+        state = self.state(name)
+        return state.leader, state.leader_epoch, state.partition_epoch, state.isr
+
+    def expire(self, *alive: int) -> None:
+        """Let a whole session pass in which only `alive` heartbeat, then run the liveness check."""
+        self.clock.advance(SESSION_MS / 1000 / 2)
+        for node_id in alive:
+            self.heartbeat(node_id)
+        self.clock.advance(SESSION_MS / 1000 / 2 + 0.1)
+        for node_id in alive:
+            self.heartbeat(node_id)
+        self.controller.check_liveness()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, clock: FakeClock) -> Cluster:
+    cluster = Cluster(tmp_path, clock)
+    for node_id in (0, 1, 2):
+        cluster.register(node_id)
+    return cluster
+
+
+# -- registration ---------------------------------------------------------------------------------------
+
+
+def test_each_registration_gets_a_broker_epoch_higher_than_any_before(cluster: Cluster) -> None:
+    first = dict(cluster.epochs)
+    assert first[0] < first[1] < first[2]
+    assert cluster.register(0) > first[2]
+    assert cluster.controller.check_broker_epoch(0, first[0]) == ErrorCode.STALE_BROKER_EPOCH
+    assert cluster.controller.check_broker_epoch(0, cluster.epochs[0]) == ErrorCode.NONE
+
+
+def test_a_registration_retry_with_the_same_incarnation_gets_the_same_epoch_and_writes_nothing(
+        tmp_path: Path, clock: FakeClock) -> None:
+    cluster = Cluster(tmp_path, clock)
+    incarnation = uuid.uuid4().bytes
+    epoch = cluster.controller.register_broker(0, incarnation, "127.0.0.1", 9092)
+    end = cluster.controller.end_offset
+    assert cluster.controller.register_broker(0, incarnation, "127.0.0.1", 9092) == epoch
+    assert cluster.controller.end_offset == end
+    assert cluster.controller.register_broker(0, uuid.uuid4().bytes, "127.0.0.1", 9092) == epoch + 1
+
+
+def test_broker_epochs_keep_growing_across_a_controller_restart(cluster: Cluster) -> None:
+    highest = max(cluster.epochs.values())
+    cluster.restart_controller()
+    assert cluster.controller.check_broker_epoch(2, highest) == ErrorCode.NONE
+    assert cluster.register(0) == highest + 1
+
+
+def test_a_returning_leader_gets_a_new_leader_epoch_and_partition_epoch(cluster: Cluster) -> None:
+    cluster.create("led", [0, 1, 2])
+    cluster.create("followed", [1, 0, 2])
+    cluster.register(0)
+    assert cluster.summary("led") == (0, 1, 1, (0, 1, 2))
+    assert cluster.summary("followed") == (1, 0, 0, (1, 0, 2))
+
+
+def test_a_single_broker_restart_bumps_the_leader_epoch_once(tmp_path: Path, clock: FakeClock) -> None:
+    cluster = Cluster(tmp_path, clock)
+    cluster.register(0)
+    cluster.create("t", [0])
+    cluster.restart_controller()
+    cluster.register(0)
+    assert cluster.summary("t") == (0, 1, 1, (0,))
+
+
+# -- fencing ---------------------------------------------------------------------------------------------
+
+
+def test_brokers_that_heartbeat_within_the_session_stay_unfenced(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.expire(0, 1, 2)
+    assert cluster.controller.image.fenced_brokers == set()
+    assert cluster.summary("t") == (0, 0, 0, (0, 1, 2))
+
+
+def test_a_leader_that_misses_heartbeats_is_fenced_and_the_next_isr_member_leads_in_a_new_epoch(
+        cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.expire(1, 2)
+    assert cluster.controller.image.fenced_brokers == {0}
+    assert cluster.summary("t") == (1, 1, 1, (1, 2))
+    fence = [r for r in cluster.controller.records if isinstance(r, BrokerFenceRecord)]
+    assert fence == [BrokerFenceRecord(0, cluster.epochs[0], True)]
+
+
+def test_a_fenced_follower_leaves_the_isr_with_only_a_partition_epoch_bump(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.expire(0, 2)
+    assert cluster.summary("t") == (0, 0, 1, (0, 2))
+
+
+def test_the_new_leader_is_the_first_replica_in_assignment_order_still_in_the_isr(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.expire(0, 2)  # 1 leaves the ISR
+    cluster.expire(2)
+    assert cluster.summary("t") == (2, 1, 2, (2,))
+
+
+def test_fencing_the_last_isr_member_leaves_no_leader_until_it_registers_again(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1])
+    cluster.expire(0, 2)  # 1 leaves the ISR
+    cluster.expire(1, 2)  # 0, the last ISR member: 1 is live but not in sync
+    assert cluster.summary("t") == (-1, 1, 2, (0,))
+    cluster.register(1)  # a replica out of the ISR is not elected
+    assert cluster.summary("t") == (-1, 1, 2, (0,))
+    cluster.register(0)
+    assert cluster.summary("t") == (0, 2, 3, (0,))
+
+
+@pytest.mark.parametrize(("broker_default", "topic_config", "elected"), [
+    (False, "true", True),
+    (True, "false", False),
+    (True, None, True),
+    (False, None, False),
+])
+def test_unclean_election_on_fencing_follows_the_topic_config_over_the_broker_default(
+        tmp_path: Path, clock: FakeClock, broker_default: bool, topic_config: str | None, elected: bool) -> None:
+    cluster = Cluster(tmp_path, clock, unclean=broker_default)
+    for node_id in (0, 1, 2):
+        cluster.register(node_id)
+    configs = {} if topic_config is None else {"unclean.leader.election.enable": topic_config}
+    cluster.create("t", [0, 1], configs)
+    cluster.expire(0, 2)  # 1 leaves the ISR
+    cluster.expire(1, 2)  # the last ISR member, 0, is fenced
+    assert cluster.summary("t") == ((1, 1, 2, (1,)) if elected else (-1, 1, 2, (0,)))
+
+
+def test_a_replica_registering_for_a_leaderless_partition_is_elected_only_with_unclean_allowed(
+        cluster: Cluster) -> None:
+    cluster.create("clean", [0, 1])
+    cluster.create("unclean", [0, 1], {"unclean.leader.election.enable": "true"})
+    cluster.expire(0, 2)  # 1 leaves both ISRs
+    cluster.expire(2)  # 0 is fenced too: nobody live to elect
+    assert cluster.summary("unclean")[0] == cluster.summary("clean")[0] == -1
+    cluster.register(1)
+    assert cluster.summary("clean") == (-1, 1, 2, (0,))
+    assert cluster.summary("unclean") == (1, 2, 3, (1,))
+
+
+# -- heartbeats ------------------------------------------------------------------------------------------
+
+
+def test_a_fenced_broker_is_unfenced_by_a_caught_up_heartbeat_and_takes_back_leaderless_partitions(
+        cluster: Cluster) -> None:
+    cluster.create("t", [0])
+    cluster.expire(1, 2)
+    assert cluster.summary("t") == (-1, 1, 1, (0,))
+    result = cluster.heartbeat(0)
+    assert (result.error, result.is_caught_up, result.is_fenced) == (ErrorCode.NONE, True, False)
+    assert 0 not in cluster.controller.image.fenced_brokers
+    assert cluster.summary("t") == (0, 2, 2, (0,))
+
+
+def test_a_fenced_broker_stays_fenced_while_behind_on_metadata_or_asking_to_stay_fenced(cluster: Cluster) -> None:
+    cluster.expire(1, 2)
+    behind = cluster.controller.heartbeat(0, cluster.epochs[0], cluster.controller.end_offset - 2)
+    assert (behind.is_caught_up, behind.is_fenced) == (False, True)
+    wanting = cluster.heartbeat(0, want_fence=True)
+    assert (wanting.is_caught_up, wanting.is_fenced) == (True, True)
+    assert cluster.controller.image.fenced_brokers == {0}
+
+
+def test_an_unfenced_broker_behind_on_metadata_stays_unfenced(cluster: Cluster) -> None:
+    result = cluster.controller.heartbeat(0, cluster.epochs[0], -1)
+    assert (result.error, result.is_caught_up, result.is_fenced) == (ErrorCode.NONE, False, False)
+
+
+def test_want_shut_down_fences_the_broker_at_once_and_moves_its_leadership(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    result = cluster.heartbeat(0, want_shut_down=True)
+    assert (result.should_shut_down, result.is_fenced) == (True, True)
+    assert cluster.summary("t") == (1, 1, 1, (1, 2))
+    end = cluster.controller.end_offset
+    assert cluster.heartbeat(0, want_shut_down=True).should_shut_down
+    assert cluster.controller.end_offset == end  # already fenced: nothing more to write
+
+
+def test_a_heartbeat_with_a_stale_or_unknown_broker_epoch_is_refused_and_does_not_count(cluster: Cluster) -> None:
+    old = cluster.epochs[0]
+    cluster.register(0)
+    stale = cluster.controller.heartbeat(0, old, cluster.controller.end_offset - 1)
+    assert (stale.error, stale.is_fenced) == (ErrorCode.STALE_BROKER_EPOCH, True)
+    unknown = cluster.controller.heartbeat(7, 1, cluster.controller.end_offset - 1)
+    assert unknown.error == ErrorCode.BROKER_ID_NOT_REGISTERED
+    end = cluster.controller.end_offset
+    cluster.controller.heartbeat(0, old, end - 1, want_shut_down=True)
+    assert cluster.controller.end_offset == end and cluster.controller.image.fenced_brokers == set()
+    cluster.clock.advance(SESSION_MS / 1000 / 2)
+    cluster.controller.heartbeat(0, old, end - 1)
+    cluster.clock.advance(SESSION_MS / 1000 / 2 + 0.1)
+    cluster.controller.check_liveness()
+    assert 0 in cluster.controller.image.fenced_brokers  # the stale heartbeat kept nothing alive
+
+
+# -- topics and restarts -----------------------------------------------------------------------------------
+
+
+def test_new_topics_are_placed_only_on_unfenced_brokers(cluster: Cluster) -> None:
+    cluster.expire(0, 2)
+    [result] = cluster.controller.create_topics([NewTopic("t", num_partitions=4, replication_factor=2)])
+    assert result.error_code == ErrorCode.NONE
+    topic = cluster.controller.image.topics_by_name["t"]
+    assert all(set(p.replicas) == {0, 2} for p in topic.partitions.values())
+    [too_big] = cluster.controller.create_topics([NewTopic("u", num_partitions=1, replication_factor=3)])
+    assert too_big.error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+def test_a_restarted_controller_gives_every_broker_a_full_session(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.clock.advance(SESSION_MS)  # far past any session, heard from nobody
+    cluster.restart_controller()
+    cluster.clock.advance(SESSION_MS / 1000 - 0.1)
+    cluster.controller.check_liveness()
+    assert cluster.controller.image.fenced_brokers == set()
+    cluster.clock.advance(0.2)
+    cluster.controller.check_liveness()
+    assert cluster.controller.image.fenced_brokers == {0, 1, 2}
+    assert cluster.summary("t") == (-1, 3, 3, (2,))  # each fencing moved the leadership on, the last kept the ISR
