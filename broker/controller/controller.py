@@ -264,6 +264,94 @@ class Controller:
         return PartitionChangeRecord(state.topic_id, state.partition, state.leader, state.leader_epoch,
                                      state.partition_epoch + 1, isr)
 
+    # -- partitions ---------------------------------------------------------------------------------
+
+    def alter_partition(self, node_id: int, broker_epoch: int, topic_id: bytes, partition: int,
+                        leader_epoch: int, partition_epoch: int, new_isr: tuple[int, ...]
+                        ) -> PartitionChangeResult:
+        """A leader's ISR change (AlterPartition), checked against the partition's current state; the answer is
+        the state after it. Adding a fenced or unregistered broker is refused (KIP-320: a replica the controller
+        took out is not let back in by a leader that has not heard)."""
+        error = self.check_broker_epoch(node_id, broker_epoch)
+        if error != ErrorCode.NONE:
+            return PartitionChangeResult(error)
+        if (found := self._partition_of(self.image.topics_by_id.get(topic_id), partition)) is None:
+            return PartitionChangeResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        topic, state = found
+        if state.leader != node_id:
+            return PartitionChangeResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if leader_epoch != state.leader_epoch:
+            return PartitionChangeResult(ErrorCode.FENCED_LEADER_EPOCH)
+        if partition_epoch != state.partition_epoch:
+            return PartitionChangeResult(ErrorCode.INVALID_UPDATE_VERSION)
+        isr = tuple(new_isr)
+        if node_id not in isr or len(set(isr)) != len(isr) or not set(isr) <= set(state.replicas):
+            return PartitionChangeResult(ErrorCode.INVALID_REQUEST)
+        if any(r not in self.image.live_brokers for r in set(isr) - set(state.isr)):
+            return PartitionChangeResult(ErrorCode.INELIGIBLE_REPLICA)
+        if set(isr) != set(state.isr):
+            log.info("%s-%d: ISR %s -> %s (AlterPartition from broker %d)", topic.name, partition,
+                     list(state.isr), list(isr), node_id)
+            self._commit([self._change_isr(state, isr)])
+        return PartitionChangeResult(ErrorCode.NONE, state.leader, state.leader_epoch, state.partition_epoch,
+                                     state.isr)
+
+    def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool, target_leader: int
+                      ) -> list[tuple[str, int, ErrorCode, str | None]]:
+        """Forced elections (ElectLeaders; None: every partition), one commit; (topic, partition, error,
+        message) per distinct partition asked.
+
+        Clean: the new leader is a live ISR member and the ISR is kept. Unclean: any live replica, and the ISR
+        becomes [it]. `target_leader` -1 picks the next eligible replica after the current leader in assignment
+        order (the first one when there is no leader), so repeated elections rotate. ELECTION_NOT_NEEDED when
+        the current leader is the only choice (or the target); ELIGIBLE_LEADERS_NOT_AVAILABLE when the target,
+        or every replica, is not eligible."""
+        if partitions is None:
+            partitions = [(topic.name, state.partition) for topic, state in self.image.partitions()]
+        live = set(self.image.live_brokers)
+        results: list[tuple[str, int, ErrorCode, str | None]] = []
+        records: list[Any] = []
+        for name, index in dict.fromkeys(partitions):  # each partition once: one change per partition per commit
+            if (found := self._partition_of(self.image.topics_by_name.get(name), index)) is None:
+                results.append((name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                f"partition {name}-{index} does not exist"))
+                continue
+            topic, state = found
+            eligible = [r for r in state.replicas if r in live and (unclean or r in state.isr)]
+            error, message, leader = self._choose_leader(state, eligible, target_leader)
+            if error == ErrorCode.NONE:
+                records.append(self._elect(topic, state, leader, (leader,) if unclean else state.isr,
+                                           "unclean ElectLeaders" if unclean else "ElectLeaders"))
+            results.append((name, index, error, message))
+        if records:
+            self._commit(records)
+        return results
+
+    @staticmethod
+    def _partition_of(topic: TopicState | None, index: int) -> tuple[TopicState, PartitionState] | None:
+        if topic is None or (state := topic.partitions.get(index)) is None:
+            return None
+        return topic, state
+
+    @staticmethod
+    def _choose_leader(state: PartitionState, eligible: list[int], target: int
+                       ) -> tuple[ErrorCode, str | None, int]:
+        """(error, message, new leader) of a forced election among `eligible` (in assignment order)."""
+        if target != -1:
+            if target not in eligible:
+                return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"broker {target} is not eligible to lead", -1
+            if target == state.leader:
+                return ErrorCode.ELECTION_NOT_NEEDED, f"broker {target} already leads", -1
+            return ErrorCode.NONE, None, target
+        replicas = state.replicas
+        after = replicas.index(state.leader) + 1 if state.leader in replicas else 0
+        leader = next((r for r in replicas[after:] + replicas[:after] if r in eligible and r != state.leader), -1)
+        if leader != -1:
+            return ErrorCode.NONE, None, leader
+        if state.leader in eligible:
+            return ErrorCode.ELECTION_NOT_NEEDED, f"broker {state.leader} is the only eligible leader", -1
+        return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "no live replica is eligible to lead", -1
+
     # -- topics -------------------------------------------------------------------------------------
 
     def create_topics(self, topics: list[NewTopic], validate_only: bool = False) -> list[TopicResult]:

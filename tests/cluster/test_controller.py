@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from broker.config import BrokerConfig
-from broker.controller.controller import Controller, NewTopic
-from broker.controller.records import BrokerFenceRecord
+from broker.controller.controller import Controller, NewTopic, PartitionChangeResult
+from broker.controller.records import BrokerFenceRecord, PartitionChangeRecord, from_json, to_json
 from broker.controller.store import FileMetadataStore
-from broker.metadata_cache import PartitionState
+from broker.metadata_cache import MetadataCache, PartitionState
 from protocol.errors import ErrorCode
 
 SESSION_MS = 9000
@@ -89,6 +89,13 @@ class Cluster:
             self.heartbeat(node_id)
         self.controller.check_liveness()
 
+    def alter(self, node_id: int, name: str, new_isr: tuple[int, ...], **overrides: int) -> PartitionChangeResult:
+        state = self.state(name)
+        fields = {"broker_epoch": self.epochs[node_id], "leader_epoch": state.leader_epoch,
+                  "partition_epoch": state.partition_epoch, **overrides}
+        return self.controller.alter_partition(node_id, fields["broker_epoch"], state.topic_id, 0,
+                                               fields["leader_epoch"], fields["partition_epoch"], new_isr)
+
 
 @pytest.fixture
 def clock() -> FakeClock:
@@ -101,6 +108,12 @@ def cluster(tmp_path: Path, clock: FakeClock) -> Cluster:
     for node_id in (0, 1, 2):
         cluster.register(node_id)
     return cluster
+
+
+def image_state(image: MetadataCache) -> dict[str, Any]:
+    return {"cluster_id": image.cluster_id, "brokers": image.brokers, "fenced": image.fenced_brokers,
+            "topics": image.topics_by_id, "next_producer_id": image.next_producer_id,
+            "metadata_offset": image.metadata_offset}
 
 
 # -- registration ---------------------------------------------------------------------------------------
@@ -278,6 +291,106 @@ def test_a_heartbeat_with_a_stale_or_unknown_broker_epoch_is_refused_and_does_no
     assert 0 in cluster.controller.image.fenced_brokers  # the stale heartbeat kept nothing alive
 
 
+# -- AlterPartition ----------------------------------------------------------------------------------------
+
+
+def test_alter_partition_checks_its_errors_in_order(cluster: Cluster) -> None:
+    topic_id = cluster.create("t", [0, 1, 2])
+    stale = cluster.epochs[0] - 1
+    assert cluster.alter(0, "t", (0, 1), broker_epoch=stale, leader_epoch=9).error == ErrorCode.STALE_BROKER_EPOCH
+    assert cluster.controller.alter_partition(0, cluster.epochs[0], topic_id, 5, 0, 0, (0, 1)).error == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    assert cluster.controller.alter_partition(0, cluster.epochs[0], uuid.uuid4().bytes, 0, 0, 0, (0, 1)).error == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    assert cluster.alter(1, "t", (0, 1), leader_epoch=9).error == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert cluster.alter(0, "t", (0, 1), leader_epoch=9, partition_epoch=9).error == ErrorCode.FENCED_LEADER_EPOCH
+    assert cluster.alter(0, "t", (5,), partition_epoch=9).error == ErrorCode.INVALID_UPDATE_VERSION
+    for bad_isr in ((1, 2), (0, 5), (0, 0, 1)):
+        assert cluster.alter(0, "t", bad_isr).error == ErrorCode.INVALID_REQUEST
+    assert cluster.summary("t") == (0, 0, 0, (0, 1, 2))
+
+
+def test_alter_partition_commits_an_isr_change_with_only_a_partition_epoch_bump(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    assert cluster.alter(0, "t", (0, 2)) == PartitionChangeResult(ErrorCode.NONE, 0, 0, 1, (0, 2))
+    assert cluster.controller.records[-1] == PartitionChangeRecord(cluster.state("t").topic_id, 0, 0, 0, 1, (0, 2))
+    assert cluster.alter(0, "t", (0, 1, 2)) == PartitionChangeResult(ErrorCode.NONE, 0, 0, 2, (0, 1, 2))
+
+
+def test_alter_partition_with_the_current_isr_answers_the_state_and_writes_nothing(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    end = cluster.controller.end_offset
+    assert cluster.alter(0, "t", (0, 2, 1)) == PartitionChangeResult(ErrorCode.NONE, 0, 0, 0, (0, 1, 2))
+    assert cluster.controller.end_offset == end
+
+
+def test_alter_partition_refuses_to_add_back_a_fenced_broker(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.expire(0, 2)  # 1 is fenced and leaves the ISR
+    assert cluster.alter(0, "t", (0, 1, 2)).error == ErrorCode.INELIGIBLE_REPLICA
+    assert cluster.summary("t") == (0, 0, 1, (0, 2))
+
+
+# -- ElectLeaders ------------------------------------------------------------------------------------------
+
+
+def test_clean_elections_rotate_through_the_live_isr_members(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    leaders = []
+    for _ in range(4):
+        assert cluster.controller.elect_leaders([("t", 0)], False, -1) == [("t", 0, ErrorCode.NONE, None)]
+        leaders.append(cluster.state("t").leader)
+    assert leaders == [1, 2, 0, 1]
+    assert cluster.summary("t") == (1, 4, 4, (0, 1, 2))
+
+
+def test_a_clean_election_with_only_the_leader_eligible_is_not_needed(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.expire(0)  # 1 and 2 leave the ISR
+    [(_, _, error, _)] = cluster.controller.elect_leaders([("t", 0)], False, -1)
+    assert error == ErrorCode.ELECTION_NOT_NEEDED
+    assert cluster.summary("t") == (0, 0, 2, (0,))
+
+
+def test_a_clean_election_to_a_target_must_name_a_live_isr_member(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.alter(0, "t", (0, 1))
+    [(_, _, error, _)] = cluster.controller.elect_leaders([("t", 0)], False, 2)  # live, not in the ISR
+    assert error == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    [(_, _, error, _)] = cluster.controller.elect_leaders([("t", 0)], False, 0)
+    assert error == ErrorCode.ELECTION_NOT_NEEDED
+    assert cluster.controller.elect_leaders([("t", 0)], False, 1) == [("t", 0, ErrorCode.NONE, None)]
+    assert cluster.summary("t") == (1, 1, 2, (0, 1))
+
+
+def test_an_unclean_election_makes_the_target_the_only_isr_member(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.expire(0, 2)  # 1 is fenced: out of the ISR and not live
+    cluster.alter(0, "t", (0,))
+    [(_, _, error, _)] = cluster.controller.elect_leaders([("t", 0)], True, 1)
+    assert error == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    assert cluster.controller.elect_leaders([("t", 0)], True, 2) == [("t", 0, ErrorCode.NONE, None)]
+    assert cluster.summary("t") == (2, 1, 3, (2,))
+
+
+def test_an_unclean_election_of_a_leaderless_partition_picks_the_first_live_replica(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.expire(0)  # 1 and 2 leave the ISR
+    cluster.expire(1, 2)  # 0 is fenced: leaderless
+    assert cluster.summary("t")[0] == -1
+    assert cluster.controller.elect_leaders(None, True, -1) == [("t", 0, ErrorCode.NONE, None)]
+    assert cluster.summary("t") == (1, 2, 4, (1,))
+
+
+def test_elect_leaders_answers_each_partition_once_and_reports_unknown_ones(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    results = cluster.controller.elect_leaders([("t", 0), ("t", 0), ("t", 3), ("nope", 0)], False, -1)
+    assert [(name, index, error) for name, index, error, _ in results] == [
+        ("t", 0, ErrorCode.NONE), ("t", 3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ("nope", 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert cluster.summary("t") == (1, 1, 1, (0, 1, 2))
+
+
 # -- topics and restarts -----------------------------------------------------------------------------------
 
 
@@ -289,6 +402,19 @@ def test_new_topics_are_placed_only_on_unfenced_brokers(cluster: Cluster) -> Non
     assert all(set(p.replicas) == {0, 2} for p in topic.partitions.values())
     [too_big] = cluster.controller.create_topics([NewTopic("u", num_partitions=1, replication_factor=3)])
     assert too_big.error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+def test_a_restarted_controller_replays_to_the_same_image(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.create("u", [2, 1], {"unclean.leader.election.enable": "true"})
+    cluster.expire(0, 2)
+    cluster.alter(2, "u", (2,))
+    cluster.controller.elect_leaders(None, False, -1)
+    cluster.controller.allocate_producer_ids(0)
+    before = image_state(cluster.controller.image)
+    assert all(from_json(to_json(r)) == r for r in cluster.controller.records)
+    cluster.restart_controller()
+    assert image_state(cluster.controller.image) == before
 
 
 def test_a_restarted_controller_gives_every_broker_a_full_session(cluster: Cluster) -> None:
