@@ -34,6 +34,8 @@ from broker.config import ConfigError, load_config
 CONTROLLER_NODE_ID = 1000
 CONTROLLER_PORT_OFFSET = 100
 CLUSTER_FILE = "cluster.json"
+# The children run the same code as this process, installed or not (`python -m broker` from a checkout).
+SOURCE_ROOT = str(Path(__file__).resolve().parents[1])
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
 LOG_TAIL_LINES = 20
@@ -256,8 +258,10 @@ def launch_process(spec: ProcessSpec) -> int:
     Path(spec.data_dir).mkdir(parents=True, exist_ok=True)
     with open(spec.log, "ab") as log:
         offset = log.tell()
+        python_path = os.pathsep.join(filter(None, (SOURCE_ROOT, os.environ.get("PYTHONPATH"))))
         proc = subprocess.Popen(spec.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True, cwd=Path(spec.data_dir).parent)
+                                start_new_session=True, cwd=Path(spec.data_dir).parent,
+                                env={**os.environ, "PYTHONPATH": python_path})
     _children[proc.pid] = proc
     spec.pid = proc.pid
     return offset

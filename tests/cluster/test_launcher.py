@@ -1,0 +1,194 @@
+"""`epoch-broker cluster` and `epoch-broker admin` as a user runs them, and the `cluster` fixture's harness."""
+
+from __future__ import annotations
+
+import json
+import random
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from broker import launcher
+from broker.admin import AdminError, PartitionState, fetch_metadata
+from broker.faults import REPLICATION_PAUSED
+from protocol.messages import create_topics, produce
+from tests.broker.conftest import batch
+from tests.cluster.support import Cluster, wait_for
+from tests.helpers import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def free_base_port(brokers: int) -> int:
+    """A base port whose broker ports (base+i) and controller port (base+100) are all free."""
+    for _ in range(100):
+        base = random.randrange(20000, 60000)
+        try:
+            for port in [base + i for i in range(brokers)] + [base + launcher.CONTROLLER_PORT_OFFSET]:
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no free base port")
+
+
+def epoch_broker(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "broker", *args], capture_output=True, text=True, timeout=60,
+                          cwd=REPO)
+
+
+def read_until(proc: subprocess.Popen[str], marker: str, timeout: float = 60.0) -> list[str]:
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 0.1)[0]:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+            if marker in line:
+                return lines
+    raise AssertionError(f"no {marker!r} from the launcher; it printed:\n" + "\n".join(lines))
+
+
+def test_cluster_command_runs_four_processes_that_admin_drives_and_ctrl_c_stops(tmp_path: Path) -> None:
+    data = tmp_path / "cluster-data"
+    base = free_base_port(3)
+    proc = subprocess.Popen([sys.executable, "-m", "broker", "cluster", "--brokers", "3", "--data-dir", str(data),
+                             "--base-port", str(base)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, cwd=REPO)
+    cluster: launcher.ClusterFile | None = None
+    try:
+        printed = read_until(proc, "bootstrap servers:")
+        bootstrap = ",".join(f"127.0.0.1:{base + i}" for i in range(3))
+        assert printed[-1].endswith(f"bootstrap servers: {bootstrap}")
+
+        cluster = launcher.ClusterFile.read(data)
+        raw = json.loads((data / "cluster.json").read_text())
+        assert raw["bootstrap"] == bootstrap
+        assert [(p["name"], p["node_id"], p["port"]) for p in raw["processes"]] == [
+            ("controller", 1000, base + 100), ("broker-0", 0, base), ("broker-1", 1, base + 1),
+            ("broker-2", 2, base + 2)]
+        assert all(launcher.is_running(p) for p in cluster.processes)
+        assert len({p.pid for p in cluster.processes}) == 4
+        assert "broker.session.timeout.ms=1500" in cluster.brokers[0].argv
+
+        status = epoch_broker("admin", "--cluster", str(data), "status")
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert status.stdout.count(" running") == 4
+        assert "controller 1000, brokers 0=127.0.0.1" in status.stdout
+
+        killed = epoch_broker("admin", "--cluster", str(data), "kill", "--node", "1")
+        assert killed.returncode == 0, killed.stdout + killed.stderr
+        assert "SIGKILL to broker-1" in killed.stdout
+        assert not launcher.is_running(cluster.process(1))
+        status = epoch_broker("admin", "--cluster", str(data), "status")
+        assert any(line.startswith("broker-1") and line.endswith("dead") for line in status.stdout.splitlines())
+
+        old_pid = cluster.process(1).pid
+        restarted = epoch_broker("admin", "--cluster", str(data), "restart", "--node", "1")
+        assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+        cluster = launcher.ClusterFile.read(data)
+        assert cluster.process(1).pid != old_pid and launcher.is_running(cluster.process(1))
+
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        assert proc.wait(60) == 0
+        assert proc.stdout is not None
+        assert "controller (pid" in proc.stdout.read()
+        assert not any(launcher.is_running(p) for p in cluster.processes)  # the restarted broker too
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if cluster is not None:
+            launcher.stop_cluster(launcher.ClusterFile.read(data))
+
+
+def test_bad_arguments_give_one_line_and_a_non_zero_status(tmp_path: Path) -> None:
+    fixed_key = epoch_broker("cluster", "--data-dir", str(tmp_path), "--override", "node.id=3")
+    assert fixed_key.returncode == 2
+    assert fixed_key.stdout.strip().splitlines() == [
+        "epoch-broker cluster: --override node.id is set per process by the launcher"]
+    bad_value = epoch_broker("cluster", "--data-dir", str(tmp_path), "--override", "min.insync.replicas=zero")
+    assert bad_value.returncode == 2 and "invalid value for min.insync.replicas" in bad_value.stdout
+
+    no_cluster = epoch_broker("admin", "--cluster", str(tmp_path), "status")
+    assert no_cluster.returncode == 1
+    assert no_cluster.stdout.strip().splitlines() == [
+        f"epoch-broker admin: status failed: no cluster.json in {tmp_path} (start a cluster with "
+        "`epoch-broker cluster`)"]
+    no_value = epoch_broker("admin", "--bootstrap", "127.0.0.1:1", "fault", "--node", "0", "--set", "x")
+    assert no_value.returncode == 1 and "--set needs key=value" in no_value.stdout
+    unreachable = epoch_broker("admin", "--bootstrap", "127.0.0.1:1", "elect", "--topic", "t", "--partition", "0")
+    assert unreachable.returncode == 1 and "cannot reach 127.0.0.1:1" in unreachable.stdout
+    assert not list(tmp_path.iterdir())  # nothing was started or written
+
+
+async def create_replicated_topic(cluster: Cluster, name: str) -> None:
+    request = create_topics.REQUEST.cls(timeout_ms=10000, topics=[create_topics.REQUEST.CreatableTopic(
+        name=name, num_partitions=1, replication_factor=3, assignments=[], configs=[
+            create_topics.REQUEST.CreatableTopicConfig(name="min.insync.replicas", value="2")])])
+    async with cluster.client(0) as client:
+        answer = await client.request(create_topics.API, 7, request)
+    assert answer.topics[0].error_code == 0, answer
+
+
+async def produce_acks_all(cluster: Cluster, node: int, topic: str) -> int:
+    request = produce.REQUEST.cls(acks=-1, timeout_ms=5000, topic_data=[produce.REQUEST.TopicProduceData(
+        name=topic, partition_data=[produce.REQUEST.PartitionProduceData(index=0, records=batch(b"v"))])])
+    async with cluster.client(node) as client:
+        return (await client.request(produce.API, 9, request)).responses[0].partition_responses[0].error_code
+
+
+async def test_harness_failover_restart_election_and_fault_hook(cluster: Cluster) -> None:
+    await create_replicated_topic(cluster, "drill")
+    state = await wait_for(lambda: _partition(cluster, "drill", lambda s: len(s.isr) == 3), what="ISR of 3")
+    leader, epoch = state.leader, state.leader_epoch
+    assert await produce_acks_all(cluster, leader, "drill") == 0
+
+    cluster.kill(leader)
+    moved = await wait_for(lambda: _partition(cluster, "drill", lambda s: s.leader not in (leader, -1)),
+                           what="a new leader")
+    assert moved.leader_epoch > epoch and leader not in moved.isr
+    assert await produce_acks_all(cluster, moved.leader, "drill") == 0
+
+    cluster.restart(leader)
+    await wait_for(lambda: _partition(cluster, "drill", lambda s: leader in s.isr), what="the restarted node in ISR")
+    assert await cluster.elect("drill", 0, leader=leader) == "elected"
+    back = await wait_for(lambda: _partition(cluster, "drill", lambda s: s.leader == leader), what="elected leader")
+    assert back.leader_epoch > moved.leader_epoch
+
+    follower = next(n for n in back.isr if n != leader)
+    assert await cluster.set_fault(follower, REPLICATION_PAUSED, "true") == "applied"
+    assert await produce_acks_all(cluster, leader, "drill") == 0  # after replica.lag.time.max.ms: ISR of 2
+    await wait_for(lambda: _partition(cluster, "drill", lambda s: follower not in s.isr), what="ISR shrink")
+    assert cluster.admin("fault", "--node", str(follower), "--clear", REPLICATION_PAUSED).returncode == 0
+    await wait_for(lambda: _partition(cluster, "drill", lambda s: follower in s.isr), what="ISR expand")
+
+
+async def _partition(cluster: Cluster, topic: str, accept: Callable[[PartitionState], bool]) -> PartitionState | None:
+    state = (await cluster.metadata()).get((topic, 0))
+    return state if state is not None and accept(state) else None
+
+
+async def test_a_paused_broker_does_not_answer_until_resumed(cluster: Cluster) -> None:
+    spec = cluster.broker(2)
+    cluster.pause(2)
+    await wait_for(lambda: launcher.process_state(spec) == "paused", what="SIGSTOP")
+    with pytest.raises(AdminError, match="did not answer within 1 s"):
+        await fetch_metadata([spec.address], timeout_s=1)
+    status = cluster.admin("status")
+    assert any(line.startswith("broker-2") and line.endswith("paused") for line in status.stdout.splitlines())
+
+    cluster.resume(2)
+    assert (await fetch_metadata([spec.address])).source == spec.address
+    assert launcher.process_state(spec) == "running"
