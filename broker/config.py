@@ -13,6 +13,10 @@ Project keys (not Kafka's):
 - `controller.address` (host:port, default empty = embedded): the controller to register with when this
   process runs only `process.roles=broker` (the cluster work of issue 6). `controller.quorum.voters`
   (`id@host:port`) is accepted as the Kafka spelling of the same thing.
+
+Differences from Kafka's meaning:
+- `offsets.topic.replication.factor` (default 3, as Kafka's) is capped at the number of live brokers when
+  `__consumer_offsets` is created, so a single test broker works without setting it; Kafka refuses instead.
 """
 
 from __future__ import annotations
@@ -153,6 +157,7 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "log.message.timestamp.type": ("message_timestamp_type", _choice("CreateTime", "LogAppendTime")),
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int(0)),
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int(1)),
+    "offsets.topic.replication.factor": ("offsets_topic_replication_factor", _int(1)),
     "offsets.retention.minutes": ("offsets_retention_minutes", _int(1)),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", _bool),
     "min.insync.replicas": ("min_insync_replicas", _int(1)),
@@ -190,6 +195,7 @@ class BrokerConfig:
     message_timestamp_type: str = "CreateTime"
     group_initial_rebalance_delay_ms: int = 3000
     offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3  # capped at the live brokers when the topic is made
     offsets_retention_minutes: int = 10080
     unclean_leader_election_enable: bool = False
     min_insync_replicas: int = 1
