@@ -1,0 +1,16 @@
+# epoch-broker image: `docker build -t epoch-broker .`; docker-compose.yml runs a controller and three brokers.
+FROM python:3.11-slim
+
+WORKDIR /app
+# Only what the package needs: a change to tests or docs does not rebuild the install layer.
+COPY pyproject.toml ./
+COPY protocol ./protocol
+COPY storage ./storage
+COPY broker ./broker
+RUN pip install --no-cache-dir . && rm -rf /app/protocol /app/storage /app/broker
+
+# Data lives in /data (a volume in docker-compose.yml); 9092 is the default listener.
+VOLUME /data
+EXPOSE 9092
+ENTRYPOINT ["epoch-broker"]
+CMD ["serve", "--override", "listeners=PLAINTEXT://0.0.0.0:9092", "--override", "log.dirs=/data"]
