@@ -138,7 +138,9 @@ def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broke
     if len(broker_ports) != brokers:
         raise ValueError(f"{brokers} brokers need {brokers} ports, got {len(broker_ports)}")
     data = Path(data_dir).resolve()
-    common = {**DRILL_DEFAULTS, "default.replication.factor": str(min(3, brokers)), **(overrides or {})}
+    replication = str(min(3, brokers))
+    common = {**DRILL_DEFAULTS, "default.replication.factor": replication,
+              "offsets.topic.replication.factor": replication, **(overrides or {})}
     fixed = [key for key in PER_PROCESS_KEYS if key in common]
     if fixed:
         raise ConfigError(f"--override {fixed[0]} is set per process by the launcher")

@@ -51,7 +51,7 @@ def test_every_command_is_accepted_with_the_launchers_settings(compose: dict[str
         assert set(pairs) <= set(KEYS), f"{name}: keys the broker does not know: {set(pairs) - set(KEYS)}"
         config = load_config(None, args.override)
         assert {key: pairs.get(key) for key in DRILL_DEFAULTS} == DRILL_DEFAULTS, name
-        assert pairs["default.replication.factor"] == str(BROKERS), name
+        assert pairs["default.replication.factor"] == pairs["offsets.topic.replication.factor"] == str(BROKERS), name
         # the data dir is the service's named volume
         assert f"{name}-data:{config.data_dir}:rw" in service["volumes"], name
 
