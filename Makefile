@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install interop-deps run test test-fast test-nightly test-interop bench lint clean
+.PHONY: install interop-deps run cluster test test-fast test-nightly test-interop bench lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ interop-deps:
 
 run: install
 	$(VENV)/bin/epoch-broker serve
+
+# a controller and three brokers on 127.0.0.1:9092-9094 (controller 9192), data in ./cluster-data; Ctrl-C stops
+cluster: install
+	$(VENV)/bin/epoch-broker cluster --brokers 3
 
 # pytest's own exit status is kept in .venv/.pytest-status (make itself exits 2 on any failure)
 test: install interop-deps
