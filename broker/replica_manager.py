@@ -5,8 +5,14 @@ Rules:
   removed topic loses both; a leadership with a newer epoch is taken before any request sees the partition.
 - Produce appends only on the leader, after the KIP-320/359 epoch check; every batch is validated (framing,
   magic, CRC32C, message.max.bytes) and the idempotent producer's sequence checked before a byte is written.
-- acks=all completes when the high watermark passes the batch (`Partition.wait_for_high_watermark`, the
-  delayed-produce purgatory); on one broker that is right after the local append.
+- A partition followed here goes to the replica fetcher of its leader (`broker/replication.py`) on every new
+  leader or leader epoch; one led here is taken from the fetchers.
+- acks=all needs min.insync.replicas in the ISR before the append (NOT_ENOUGH_REPLICAS) and completes when
+  the high watermark passes the batch (`Partition.wait_for_replication`, the delayed-produce purgatory); on one
+  broker that is right after the local append.
+- ISR (leader): a follower fetch that reaches the high watermark and the leader's epoch start adds the
+  follower; a periodic check (every replica.lag.time.max.ms / 2) removes followers that have not caught up
+  within replica.lag.time.max.ms. Both go to the controller as AlterPartition, one in flight per partition.
 - Reads never decode records: they return file ranges (`FileRecords`) that the server sends with sendfile.
 - Internal topics (`__consumer_offsets`) use the same logs through `ensure_internal_topic`, `append_internal`
   and `read_internal`, which do decode records: they serve the group coordinator, not the hot path.
@@ -14,7 +20,9 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +34,7 @@ from broker.controller.records import RemoveTopicRecord
 from broker.faults import BrokerFaults
 from broker.metadata_cache import MetadataCache, TopicState
 from broker.partition import Partition
+from broker.replication import ReplicaFetchers
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import iter_batches, iter_records
 from storage.log import LONG_MAX, LogConfig
@@ -67,6 +76,10 @@ def log_config_for(config: BrokerConfig, topic_configs: dict[str, Any]) -> LogCo
     )
 
 
+def _now_ms() -> float:
+    return time.monotonic() * 1000
+
+
 class ReplicaManager:
     def __init__(self, config: BrokerConfig, log_manager: LogManager, metadata: MetadataCache,
                  channel: ControllerChannel, faults: BrokerFaults, broker_epoch: Callable[[], int]) -> None:
@@ -80,6 +93,9 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.partitions_by_topic_id: dict[bytes, dict[int, Partition]] = {}
         self.stopping = False  # set at shutdown: long polls answer at once
+        self.fetchers = ReplicaFetchers(self.node_id, metadata, faults, broker_epoch)
+        self._isr_check: asyncio.Task | None = None  # started when a replicated partition is first led here
+        self._alter_tasks: set[asyncio.Task] = set()
 
     # -- following the metadata ---------------------------------------------------------------------
 
@@ -103,17 +119,27 @@ class ReplicaManager:
             partition = hosted.get(index)
             if partition is None:
                 partition_log = self.log_manager.get_or_create_log(topic.name, index)
-                partition = Partition(topic.name, index, topic.topic_id, partition_log, self.node_id, configs)
+                partition = Partition(topic.name, index, topic.topic_id, partition_log, self.node_id, configs,
+                                      self.faults)
                 hosted[index] = self.partitions[(topic.name, index)] = partition
             partition.configs = configs
             partition.log.config = log_config_for(self.config, configs)
-            if partition.update(state.leader, state.leader_epoch, state.partition_epoch, state.replicas, state.isr):
+            followed = partition.leader_id, partition.leader_epoch
+            if partition.update(state.leader, state.leader_epoch, state.partition_epoch, state.replicas, state.isr,
+                                _now_ms()):
                 log.info("%s-%d: leading in epoch %d from offset %d", topic.name, index, state.leader_epoch,
                          partition.log.log_end_offset)
+                if len(state.replicas) > 1 and self._isr_check is None:
+                    self._isr_check = asyncio.create_task(self._check_isr(), name=f"isr-check-{self.node_id}")
+            if partition.is_leader or partition.leader_id < 0:
+                self.fetchers.unfollow(partition)
+            elif (partition.leader_id, partition.leader_epoch) != followed:
+                self.fetchers.follow(partition)
 
     def _remove_topic(self, topic_id: bytes) -> None:
         for partition in self.partitions_by_topic_id.pop(topic_id, {}).values():
             del self.partitions[(partition.topic, partition.index)]
+            self.fetchers.unfollow(partition)
             partition.leader_id = -1
             partition.wake_waiters()
             self.log_manager.delete_log(partition.topic, partition.index)
@@ -139,11 +165,16 @@ class ReplicaManager:
 
     # -- produce ------------------------------------------------------------------------------------
 
-    def append(self, partition: Partition, records: Any, current_leader_epoch: int = -1) -> AppendResult:
+    def append(self, partition: Partition, records: Any, current_leader_epoch: int = -1,
+               acks_all: bool = False) -> AppendResult:
         """Validate and append one partition's batches as leader (the frame bytes are stamped in place)."""
         error = partition.leader_error(current_leader_epoch)
         if error != ErrorCode.NONE:
             return AppendResult(error)
+        min_isr = partition.configs["min.insync.replicas"]
+        if acks_all and len(partition.isr) < min_isr:
+            return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                message=f"ISR {list(partition.isr)} is smaller than min.insync.replicas {min_isr}")
         partition_log = partition.log
         try:
             duplicate = self._check_batches(partition, records)
@@ -186,6 +217,65 @@ class ReplicaManager:
         for partition in self.partitions.values():
             partition.wake_waiters()
 
+    async def shutdown(self) -> None:
+        """Stop the replica fetchers, the ISR check and AlterPartitions in flight (before the logs close)."""
+        tasks = list(self._alter_tasks)
+        if self._isr_check is not None:
+            tasks.append(self._isr_check)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(self.fetchers.shutdown(), *tasks, return_exceptions=True)
+
+    # -- leader: follower fetches and the ISR ---------------------------------------------------------
+
+    def on_follower_fetch(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
+        """A follower fetch passed the epoch check: note its log end, maybe move the high watermark, and add
+        it to the ISR once it caught up (a fenced broker stays out: the controller would refuse it)."""
+        partition.record_follower_fetch(replica_id, fetch_offset, _now_ms())
+        if (partition.pending_isr is None and partition.can_join_isr(replica_id)
+                and replica_id in self.metadata.live_brokers):
+            self._alter_isr(partition, (*partition.isr, replica_id))
+
+    async def _check_isr(self) -> None:
+        lag_max_ms = self.config.replica_lag_time_max_ms
+        while True:
+            await asyncio.sleep(lag_max_ms / 2000)
+            now_ms = _now_ms()
+            for partition in list(self.partitions.values()):
+                if not partition.is_leader or partition.pending_isr is not None:
+                    continue
+                lagging = partition.out_of_sync(now_ms, lag_max_ms)
+                if lagging:
+                    log.info("%s-%d: followers %s not caught up within %d ms: leaving the ISR", partition.topic,
+                             partition.index, lagging, lag_max_ms)
+                    self._alter_isr(partition, tuple(r for r in partition.isr if r not in lagging))
+
+    def _alter_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+        partition.pending_isr = new_isr
+        task = asyncio.create_task(self._send_alter_partition(partition, new_isr))
+        self._alter_tasks.add(task)
+        task.add_done_callback(self._alter_tasks.discard)
+
+    async def _send_alter_partition(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+        try:
+            result = await self.channel.alter_partition(
+                self.node_id, self.broker_epoch(), partition.topic_id, partition.index, partition.leader_epoch,
+                partition.partition_epoch, new_isr)
+        except (OSError, KafkaError) as exc:
+            log.warning("%s-%d: AlterPartition to %s failed: %s", partition.topic, partition.index, list(new_isr), exc)
+            result = None
+        if partition.pending_isr is not new_isr:
+            return  # a new leader epoch voided the request
+        partition.pending_isr = None
+        if result is not None and result.error == ErrorCode.NONE:
+            partition.apply_isr_change(result.leader_epoch, result.partition_epoch, result.isr)
+        elif result is not None:
+            # The metadata will settle it (INELIGIBLE_REPLICA: a fenced follower; stale epochs: newer records).
+            log.info("%s-%d: AlterPartition to %s refused: %s", partition.topic, partition.index, list(new_isr),
+                     result.error.name)
+        if partition.is_leader:
+            partition.maybe_advance_high_watermark()  # the maximal ISR may have shrunk
+
     # -- internal topics (the group coordinator's __consumer_offsets) -------------------------------
 
     async def ensure_internal_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
@@ -213,11 +303,12 @@ class ReplicaManager:
         hosted = self.get(topic, partition)
         if hosted is None:
             raise KafkaError(f"{topic}-{partition} is not hosted here", self.lookup_error(topic, partition))
-        result = self.append(hosted, batch)
+        result = self.append(hosted, batch, acks_all=True)
         if result.error != ErrorCode.NONE:
             raise KafkaError(result.message or "", result.error)
-        if not await hosted.wait_for_high_watermark(result.last_offset, timeout_s):
-            raise KafkaError(f"{topic}-{partition}: not replicated in time", ErrorCode.REQUEST_TIMED_OUT)
+        error = await hosted.wait_for_replication(result.last_offset, timeout_s)
+        if error != ErrorCode.NONE:
+            raise KafkaError(f"{topic}-{partition}: not replicated", error)
         return result.base_offset
 
     def read_internal(self, topic: str, partition: int, start_offset: int = 0

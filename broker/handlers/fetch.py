@@ -3,10 +3,13 @@
 Behaviour: per partition, the KIP-320 check of current_leader_epoch (-1 skips; lower FENCED_LEADER_EPOCH,
 higher UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER off the leader; OFFSET_OUT_OF_RANGE outside
 [log start, log end]. Consumers read up to the high watermark (read_committed: up to the last stable offset,
-which is the high watermark here: no transactions), followers (replica id >= 0) up to the log end, which
-also records the follower's log end for the high watermark. Records go out as file ranges (sendfile), never
-decoded. Sizes: partition_max_bytes per partition and max_bytes for the response, except that the first batch
-of the first partition with data is always whole (KIP-74). Long poll: until min_bytes are there or
+which is the high watermark here: no transactions), followers (replica id >= 0) up to the log end. A follower
+fetch that passes the epoch check records the follower's log end and caught-up time, once per request
+(`ReplicaManager.on_follower_fetch`: the high watermark, ISR expansion); under `fault.high.watermark.held`
+it is answered with the high watermark frozen where the hold began (clients still see the real one).
+Records go out as file ranges (sendfile), never decoded. Sizes: partition_max_bytes per partition and
+max_bytes for the response, except that the first batch of the first partition with data is always whole
+(KIP-74). Long poll: until min_bytes are there or
 max_wait_ms passes, woken by appends through the partitions' futures; any partition error answers at once.
 Version notes: v12+ last_fetched_epoch -> diverging_epoch: if our end offset for that epoch is below the fetch
 offset, or our largest epoch at or below it is lower, the answer is DivergingEpoch(epoch, end_offset) and no
@@ -25,6 +28,7 @@ from typing import Any
 
 from broker.dispatch import RequestContext, handles
 from broker.partition import Partition
+from broker.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode, OffsetOutOfRange
 from protocol.messages import fetch
 
@@ -77,8 +81,10 @@ async def handle(context: RequestContext, request: Any) -> Any:
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
+    follower = replica_id  # a follower's fetch offset is recorded on the first read only
     while True:
-        total, failed = _read_all(entries, request.max_bytes, replica_id)
+        total, failed = _read_all(entries, request.max_bytes, replica_id, follower, replicas)
+        follower = -1
         remaining = deadline - loop.time()
         if total >= request.min_bytes or failed or remaining <= 0 or replicas.stopping:
             break
@@ -86,21 +92,22 @@ async def handle(context: RequestContext, request: Any) -> Any:
     return Response(responses=topics, node_endpoints=_leader_endpoints(broker, entries) if version >= 16 else [])
 
 
-def _read_all(entries: list, response_max_bytes: int, replica_id: int) -> tuple[int, bool]:
+def _read_all(entries: list, response_max_bytes: int, replica_id: int, follower: int,
+              replicas: ReplicaManager) -> tuple[int, bool]:
     """Fill every partition response; returns (record bytes, whether any partition has an error)."""
     total = 0
     failed = False
     for wanted, response, partition in entries:
         if partition is not None:
             _read_partition(wanted, response, partition, max(response_max_bytes - total, 0), total == 0,
-                            replica_id)
+                            replica_id, follower, replicas)
         total += len(response.records)
         failed = failed or response.error_code != ErrorCode.NONE
     return total, failed
 
 
 def _read_partition(wanted: Any, response: Any, partition: Partition, budget: int, first_with_data: bool,
-                    replica_id: int) -> None:
+                    replica_id: int, follower: int, replicas: ReplicaManager) -> None:
     error = partition.leader_error(wanted.current_leader_epoch)
     if error != ErrorCode.NONE:
         response.error_code = error
@@ -109,11 +116,11 @@ def _read_partition(wanted: Any, response: Any, partition: Partition, budget: in
                                                        leader_epoch=partition.leader_epoch)
         return
     log = partition.log
-    if replica_id >= 0:
-        partition.follower_end_offsets[replica_id] = wanted.fetch_offset
-        partition.maybe_advance_high_watermark()
+    if follower >= 0:
+        replicas.on_follower_fetch(partition, follower, wanted.fetch_offset)
     high_watermark = log.high_watermark
-    response.high_watermark = response.last_stable_offset = high_watermark
+    response.high_watermark = response.last_stable_offset = (
+        partition.follower_high_watermark if replica_id >= 0 else high_watermark)
     response.log_start_offset = log.log_start_offset
     if wanted.last_fetched_epoch >= 0:
         epoch, end_offset = log.end_offset_for_epoch(wanted.last_fetched_epoch)

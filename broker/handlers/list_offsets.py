@@ -6,7 +6,7 @@ offset of the record with the largest timestamp, a timestamp the first offset wh
 after it (none: offset -1). The answer carries the leader epoch of the returned offset (v4+).
 KIP-207: until the high watermark of a newly elected leader reaches the log end it had when elected, clients
 get OFFSET_NOT_AVAILABLE (v5+) or LEADER_NOT_AVAILABLE (older); a replica's own request (replica_id >= 0)
-is answered.
+is answered, and so is every request for a topic with unclean.leader.election.enable.
 Skipped: v0 (several offsets per partition), isolation level (no transactions).
 """
 

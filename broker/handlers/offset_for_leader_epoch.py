@@ -5,7 +5,8 @@ FENCED_LEADER_EPOCH, higher UNKNOWN_LEADER_EPOCH), the epoch cache's `end_offset
 at the log end offset; an older one at the start of the next higher epoch, answered with the largest known
 epoch at or below the requested one (v1+); an unknown or newer epoch gets -1/-1. librdkafka (v2) and
 kafka-python (v2-4) use it to validate their position after a leader change.
-Version notes: v3+ carries replica_id (followers, issue 6); consumers send -1 and are answered the same way.
+Version notes: v3+ carries replica_id: followers send their node id before fetching (truncation, KIP-101),
+consumers -2 (or -1); all are answered by the leader only, the same way.
 """
 
 from __future__ import annotations

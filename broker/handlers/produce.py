@@ -1,7 +1,10 @@
 """Produce · v3-10 · append record batches as leader.
 
 Behaviour: acks 0 (no response), 1 (after the local append) or -1 (after the high watermark passes the
-batch: the delayed-produce purgatory, immediate on one broker); any other acks value answers
+batch: the delayed-produce purgatory, immediate on one broker); acks=-1 answers NOT_ENOUGH_REPLICAS and
+appends nothing when the ISR is smaller than min.insync.replicas, NOT_ENOUGH_REPLICAS_AFTER_APPEND if it
+shrank below it while waiting, NOT_LEADER_OR_FOLLOWER if leadership moved, and REQUEST_TIMED_OUT at
+timeout_ms (one deadline for all partitions, waited on together); any other acks value answers
 INVALID_REQUIRED_ACKS for every partition and appends nothing. Each partition's batches are validated
 (framing, magic 2 -> else UNSUPPORTED_FOR_MESSAGE_FORMAT, CRC32C -> CORRUPT_MESSAGE, max.message.bytes ->
 MESSAGE_TOO_LARGE), the idempotent producer's sequence checked (a duplicate is answered with the original
@@ -16,6 +19,7 @@ Skipped: transactions (transactional_id is not honoured), per-record errors (rec
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from broker.dispatch import RequestContext, handles
@@ -49,19 +53,23 @@ async def handle(context: RequestContext, request: Any) -> Any:
             elif data.records is None:
                 result = AppendResult(ErrorCode.CORRUPT_MESSAGE, message="null records")
             else:
-                result = replicas.append(partition, data.records, data.current_leader_epoch)
+                result = replicas.append(partition, data.records, data.current_leader_epoch, acks_all=acks == -1)
             partition_results.append((data.index, partition, result))
         results.append((topic.name, partition_results))
     if acks == 0:
         return None
     if acks == -1:
-        timeout_s = max(request.timeout_ms, 0) / 1000
-        for _, partition_results in results:
-            for _, partition, result in partition_results:
-                if result.error == ErrorCode.NONE and not await partition.wait_for_high_watermark(
-                        result.last_offset, timeout_s):
-                    result.error = ErrorCode.REQUEST_TIMED_OUT
+        await _wait_for_replication(results, max(request.timeout_ms, 0) / 1000)
     return _response(context, results)
+
+
+async def _wait_for_replication(results: list, timeout_s: float) -> None:
+    appended = [(partition, result) for _, partition_results in results
+                for _, partition, result in partition_results if result.error == ErrorCode.NONE]
+    errors = await asyncio.gather(*(partition.wait_for_replication(result.last_offset, timeout_s)
+                                    for partition, result in appended))
+    for (_, result), error in zip(appended, errors, strict=True):
+        result.error = error
 
 
 def _response(context: RequestContext, results: list) -> Any:

@@ -1,0 +1,319 @@
+"""Replica fetchers: the follower side of replication (KIP-101, KIP-279, KIP-320; docs/cluster.md).
+
+Rules:
+- One `ReplicaFetcher` per source broker (the leader of the partitions it copies), one connection each,
+  reconnecting with backoff. `ReplicaFetchers.follow` hands a partition over when this broker becomes its
+  follower for a new leader or leader epoch; `unfollow` takes it back (it leads, it has no leader, it was
+  deleted). A fetcher left without partitions stops.
+- Every hand-over truncates before fetching: OffsetForLeaderEpoch v4 for the follower's latest epoch, then
+  Kafka's rule (`_truncate`): down to min(the leader's end of the answered epoch, our own end of it). If we
+  never had the answered epoch (KIP-279), we cut to the end of our largest epoch below it and ask again. An
+  undefined answer, or no epoch of ours to ask about, keeps the log: a follower never truncates to its high
+  watermark (KIP-101 scenario 1).
+- Fetch v13+ from the log end with current_leader_epoch and last_fetched_epoch. A DivergingEpoch answer
+  truncates by the same rule instead of appending; batches are appended as they came (opaque bytes: the log
+  takes their epochs from the headers), and the follower's high watermark is min(the leader's, its log end).
+- Errors: FENCED_LEADER_EPOCH and NOT_LEADER_OR_FOLLOWER park the partition until the metadata gives a new
+  epoch (a new hand-over); OFFSET_OUT_OF_RANGE below the leader's log start restarts the log there; the rest
+  (UNKNOWN_LEADER_EPOCH: the leader has not seen the epoch yet) retry after a backoff.
+- An answer is applied only while the partition's fetch state is the one it was asked for: a hand-over in
+  flight (a newer epoch) voids it, and the new state truncates again first.
+- `fault.replication.paused`: the fetcher idles, checking the flag every 100 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from broker.client import KafkaClient
+from broker.faults import BrokerFaults
+from broker.metadata_cache import MetadataCache
+from broker.partition import Partition
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import fetch, offset_for_leader_epoch
+
+log = logging.getLogger(__name__)
+
+FETCH_MAX_WAIT_MS = 500  # short, so a parked or newly added partition is noticed soon
+FETCH_MAX_BYTES = 10 << 20
+PARTITION_MAX_BYTES = 1 << 20
+REQUEST_TIMEOUT_S = 30.0  # a leader that stopped answering (SIGSTOP) costs a reconnect
+RETRY_BACKOFF_S = 0.1
+RECONNECT_BACKOFF_MAX_S = 2.0
+PAUSE_CHECK_S = 0.1
+MIN_FETCH_VERSION = 13  # topic ids
+FIRST_REPLICA_STATE_VERSION = 15  # replica_id moves into replica_state
+_PARKING_ERRORS = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER})
+
+PartitionKey = tuple[bytes, int]
+
+
+@dataclass(eq=False, slots=True)
+class FetchState:
+    """One followed partition in one leader epoch."""
+
+    partition: Partition
+    leader_epoch: int
+    truncating: bool = True
+    parked: bool = False
+    retry_at: float = 0.0
+
+
+def _key(partition: Partition) -> PartitionKey:
+    return partition.topic_id, partition.index
+
+
+def _truncate(partition: Partition, epoch: int, end_offset: int) -> bool:
+    """Truncate to the leader's (epoch, end offset) for our history; returns False if we must ask again."""
+    partition_log = partition.log
+    log_end = partition_log.log_end_offset
+    if epoch < 0 or end_offset < 0:
+        return True  # the leader knows nothing of our epochs: nothing tells us to cut
+    own_epoch, own_end = partition_log.end_offset_for_epoch(epoch)
+    if own_epoch < 0:  # we track no epoch that old: the leader's offset is all we have
+        target, done = min(end_offset, log_end), True
+    elif own_epoch != epoch:  # we never had the leader's epoch: cut to our epoch below it, then ask again
+        target, done = min(own_end, log_end), False
+    else:
+        target, done = min(own_end, end_offset, log_end), True
+    if target < log_end:
+        log.info("%s-%d: truncating from %d to %d (leader epoch %d ends at %d)", partition.topic, partition.index,
+                 log_end, target, epoch, end_offset)
+        partition_log.truncate_to(target)
+    return done
+
+
+class ReplicaFetcher:
+    """Copies the partitions this broker follows on one source broker."""
+
+    def __init__(self, source_id: int, node_id: int, metadata: MetadataCache, faults: BrokerFaults,
+                 broker_epoch: Callable[[], int]) -> None:
+        self.source_id = source_id
+        self.node_id = node_id
+        self.metadata = metadata
+        self.faults = faults
+        self.broker_epoch = broker_epoch
+        self.states: dict[PartitionKey, FetchState] = {}
+        self._changed = asyncio.Event()
+        self.task = asyncio.create_task(self._run(), name=f"replica-fetcher-{node_id}-from-{source_id}")
+
+    def add(self, partition: Partition) -> None:
+        self.states[_key(partition)] = FetchState(partition, partition.leader_epoch)
+        self._changed.set()
+
+    def remove(self, partition: Partition) -> None:
+        self.states.pop(_key(partition), None)
+
+    async def _run(self) -> None:
+        client: KafkaClient | None = None
+        backoff = RETRY_BACKOFF_S
+        try:
+            while True:
+                if self.faults.replication_paused:
+                    await asyncio.sleep(PAUSE_CHECK_S)
+                    continue
+                try:
+                    if client is None:
+                        client = await self._connect()
+                    await self._truncate_all(client)
+                    await self._fetch(client)
+                    backoff = RETRY_BACKOFF_S
+                except (OSError, ConnectionError, KafkaError, ValueError) as exc:  # TimeoutError is an OSError
+                    log.warning("replica fetcher %d<-%d: %s; reconnecting in %.1f s", self.node_id, self.source_id,
+                                exc or type(exc).__name__, backoff)
+                    if client is not None:
+                        await client.close()
+                        client = None
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, RECONNECT_BACKOFF_MAX_S)
+        finally:
+            if client is not None:
+                await client.close()
+
+    async def _connect(self) -> KafkaClient:
+        source = self.metadata.brokers.get(self.source_id)
+        if source is None:
+            raise ConnectionError(f"broker {self.source_id} is not registered")
+        client = KafkaClient(source.host, source.port, f"replica-fetcher-{self.node_id}")
+        await client.open()
+        await asyncio.wait_for(client.negotiate(), REQUEST_TIMEOUT_S)
+        if client.version_for(fetch.API) < MIN_FETCH_VERSION:
+            await client.close()
+            raise ValueError(f"broker {self.source_id} does not serve Fetch v{MIN_FETCH_VERSION}+")
+        return client
+
+    def _ready(self, truncating: bool) -> list[FetchState]:
+        now = asyncio.get_running_loop().time()
+        return [s for s in self.states.values()
+                if s.truncating == truncating and not s.parked and s.retry_at <= now]
+
+    def _back_off(self, state: FetchState) -> None:
+        state.retry_at = asyncio.get_running_loop().time() + RETRY_BACKOFF_S
+
+    def _on_error(self, state: FetchState, error: ErrorCode, what: str) -> None:
+        partition = state.partition
+        if error in _PARKING_ERRORS:
+            log.info("%s-%d: %s answered %s in epoch %d: waiting for newer metadata", partition.topic,
+                     partition.index, what, error.name, state.leader_epoch)
+            state.parked = True
+        else:
+            log.debug("%s-%d: %s answered %s: retrying", partition.topic, partition.index, what, error.name)
+            self._back_off(state)
+
+    async def _truncate_all(self, client: KafkaClient) -> None:
+        """OffsetForLeaderEpoch for every partition marked "truncate first", until none is."""
+        while states := self._ready(truncating=True):
+            asked: dict[tuple[str, int], FetchState] = {}
+            topics: dict[str, Any] = {}
+            for state in states:
+                partition = state.partition
+                epoch = partition.log.latest_epoch
+                if epoch < 0:
+                    state.truncating = False  # no epoch history: nothing to compare, keep the log
+                    continue
+                asked[(partition.topic, partition.index)] = state
+                topics.setdefault(partition.topic, offset_for_leader_epoch.REQUEST.OffsetForLeaderTopic(
+                    topic=partition.topic, partitions=[])).partitions.append(
+                    offset_for_leader_epoch.REQUEST.OffsetForLeaderPartition(
+                        partition=partition.index, current_leader_epoch=state.leader_epoch, leader_epoch=epoch))
+            if not asked:
+                continue
+            request = offset_for_leader_epoch.REQUEST.cls(replica_id=self.node_id, topics=list(topics.values()))
+            response = await asyncio.wait_for(client.request(
+                offset_for_leader_epoch.API, client.version_for(offset_for_leader_epoch.API), request),
+                REQUEST_TIMEOUT_S)
+            for topic in response.topics:
+                for answer in topic.partitions:
+                    state = asked.get((topic.topic, answer.partition))
+                    if state is None or self.states.get(_key(state.partition)) is not state:
+                        continue  # handed over again meanwhile
+                    if answer.error_code != ErrorCode.NONE:
+                        self._on_error(state, ErrorCode(answer.error_code), "OffsetForLeaderEpoch")
+                    else:
+                        state.truncating = not _truncate(state.partition, answer.leader_epoch, answer.end_offset)
+
+    async def _fetch(self, client: KafkaClient) -> None:
+        states = self._ready(truncating=False)
+        if not states:
+            await self._wait_for_work()
+            return
+        version = client.version_for(fetch.API)
+        asked: dict[PartitionKey, tuple[FetchState, int]] = {}
+        topics: dict[bytes, Any] = {}
+        for state in states:
+            partition_log = state.partition.log
+            fetch_offset = partition_log.log_end_offset
+            asked[_key(state.partition)] = (state, fetch_offset)
+            topics.setdefault(state.partition.topic_id, fetch.REQUEST.FetchTopic(
+                topic_id=state.partition.topic_id, partitions=[])).partitions.append(fetch.REQUEST.FetchPartition(
+                    partition=state.partition.index, current_leader_epoch=state.leader_epoch,
+                    fetch_offset=fetch_offset, last_fetched_epoch=partition_log.latest_epoch,
+                    log_start_offset=partition_log.log_start_offset, partition_max_bytes=PARTITION_MAX_BYTES))
+        request = fetch.REQUEST.cls(max_wait_ms=FETCH_MAX_WAIT_MS, min_bytes=1, max_bytes=FETCH_MAX_BYTES,
+                                    session_id=0, session_epoch=-1, topics=list(topics.values()),
+                                    forgotten_topics_data=[])
+        if version >= FIRST_REPLICA_STATE_VERSION:
+            request.replica_state = fetch.REQUEST.ReplicaState(replica_id=self.node_id,
+                                                               replica_epoch=self.broker_epoch())
+        else:
+            request.replica_id = self.node_id
+        response = await asyncio.wait_for(client.request(fetch.API, version, request),
+                                          REQUEST_TIMEOUT_S + FETCH_MAX_WAIT_MS / 1000)
+        if response.error_code != ErrorCode.NONE:
+            for state, _ in asked.values():
+                self._on_error(state, ErrorCode(response.error_code), "Fetch")
+            return
+        for topic in response.responses:
+            for answer in topic.partitions:
+                state, fetch_offset = asked.get((topic.topic_id, answer.partition_index), (None, -1))
+                if state is not None and self.states.get(_key(state.partition)) is state:
+                    self._apply(state, fetch_offset, answer)
+
+    def _apply(self, state: FetchState, fetch_offset: int, answer: Any) -> None:
+        """One partition's fetch answer: truncate, append or note the error."""
+        partition = state.partition
+        partition_log = partition.log
+        error = ErrorCode(answer.error_code)
+        if error == ErrorCode.OFFSET_OUT_OF_RANGE and fetch_offset < answer.log_start_offset:
+            log.info("%s-%d: offset %d is below the leader's log start %d: restarting the log there",
+                     partition.topic, partition.index, fetch_offset, answer.log_start_offset)
+            partition_log.truncate_fully_and_start_at(answer.log_start_offset)
+            return
+        if error != ErrorCode.NONE:
+            self._on_error(state, error, "Fetch")
+            return
+        diverging = answer.diverging_epoch
+        if diverging.epoch >= 0 or diverging.end_offset >= 0:
+            state.truncating = not _truncate(partition, diverging.epoch, diverging.end_offset)
+            return
+        try:
+            if answer.records:
+                partition_log.append_as_follower(answer.records)
+            partition_log.high_watermark = answer.high_watermark  # bounded by our log end
+            if answer.log_start_offset > partition_log.log_start_offset:
+                partition_log.delete_records_before(answer.log_start_offset)  # the leader's retention
+        except KafkaError as exc:
+            log.warning("%s-%d: cannot append from the leader at %d: %s", partition.topic, partition.index,
+                        fetch_offset, exc)
+            self._back_off(state)
+            return
+        partition.wake_waiters()
+
+    async def _wait_for_work(self) -> None:
+        """Nothing to send: wait for a hand-over, or for the earliest backoff to end."""
+        retries = [s.retry_at for s in self.states.values() if not s.parked]
+        timeout = None if not retries else max(min(retries) - asyncio.get_running_loop().time(), 0)
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
+
+
+class ReplicaFetchers:
+    """Every fetcher of this broker, by source broker."""
+
+    def __init__(self, node_id: int, metadata: MetadataCache, faults: BrokerFaults,
+                 broker_epoch: Callable[[], int]) -> None:
+        self.node_id = node_id
+        self.metadata = metadata
+        self.faults = faults
+        self.broker_epoch = broker_epoch
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._sources: dict[PartitionKey, int] = {}
+        self._stopping: set[asyncio.Task] = set()
+
+    def follow(self, partition: Partition) -> None:
+        """Fetch `partition` from its current leader, truncating first (a new leader or leader epoch)."""
+        source = partition.leader_id
+        if self._sources.get(_key(partition)) != source:
+            self.unfollow(partition)
+        fetcher = self.fetchers.get(source)
+        if fetcher is None:
+            fetcher = self.fetchers[source] = ReplicaFetcher(source, self.node_id, self.metadata, self.faults,
+                                                             self.broker_epoch)
+        fetcher.add(partition)
+        self._sources[_key(partition)] = source
+
+    def unfollow(self, partition: Partition) -> None:
+        source = self._sources.pop(_key(partition), None)
+        if source is None:
+            return
+        fetcher = self.fetchers[source]
+        fetcher.remove(partition)
+        if not fetcher.states:
+            del self.fetchers[source]
+            fetcher.task.cancel()
+            self._stopping.add(fetcher.task)
+            fetcher.task.add_done_callback(self._stopping.discard)
+
+    async def shutdown(self) -> None:
+        tasks = [f.task for f in self.fetchers.values()] + list(self._stopping)
+        self.fetchers.clear()
+        self._sources.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
