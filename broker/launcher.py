@@ -163,20 +163,31 @@ def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broke
 # --- one process ------------------------------------------------------------------------------------------
 
 _children: dict[int, subprocess.Popen[bytes]] = {}  # processes started here, by pid: waited on, never zombies
+_HAVE_PROC = os.path.isdir("/proc/self")
+
+
+def _proc_state(pid: int) -> str | None:
+    """The state letter of /proc/<pid>/stat (R, S, T, Z, ...), "" when unknown (no /proc), None if no process."""
+    if not _HAVE_PROC:
+        return ""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0].decode()
+    except FileNotFoundError:
+        return None
 
 
 def _cmdline(pid: int) -> list[str] | None:
-    """The argv of a live process, [] where /proc is missing, None when it is not running (or a zombie)."""
+    """The argv of a live process, [] when unknown (no /proc), None when it is not running (or a zombie)."""
+    if _proc_state(pid) in (None, "Z"):
+        return None
+    if not _HAVE_PROC:
+        return []
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            if f.read().rpartition(b")")[2].split()[0] == b"Z":
-                return None
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return [part.decode(errors="replace") for part in f.read().split(b"\0")[:-1]]
     except FileNotFoundError:
         return None
-    except OSError:
-        return []
 
 
 def _reap(pid: int) -> bool:
@@ -208,12 +219,7 @@ def process_state(spec: ProcessSpec) -> str:
     """"running", "paused" (SIGSTOP) or "dead"."""
     if not is_running(spec):
         return "dead"
-    try:
-        with open(f"/proc/{spec.pid}/stat", "rb") as f:
-            stopped = f.read().rpartition(b")")[2].split()[0] in (b"T", b"t")
-    except OSError:
-        stopped = False
-    return "paused" if stopped else "running"
+    return "paused" if _proc_state(spec.pid) in ("T", "t") else "running"
 
 
 def signal_process(spec: ProcessSpec, sig: signal.Signals) -> None:
@@ -235,12 +241,13 @@ def stop_process(spec: ProcessSpec, timeout_s: float = STOP_TIMEOUT_S, hard: boo
     """SIGTERM and wait (SIGKILL after `timeout_s`), or SIGKILL at once when `hard`. Returns what happened."""
     if not is_running(spec):
         return "not running"
-    if not hard:
-        os.kill(spec.pid, signal.SIGTERM)
-        os.kill(spec.pid, signal.SIGCONT)  # a paused process must run to act on SIGTERM
-        if wait_exit(spec, timeout_s):
-            return "stopped"
-    os.kill(spec.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):  # it may exit on its own meanwhile
+        if not hard:
+            os.kill(spec.pid, signal.SIGTERM)
+            os.kill(spec.pid, signal.SIGCONT)  # a paused process must run to act on SIGTERM
+            if wait_exit(spec, timeout_s):
+                return "stopped"
+        os.kill(spec.pid, signal.SIGKILL)
     wait_exit(spec, timeout_s)
     return "killed"
 
