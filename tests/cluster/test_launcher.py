@@ -17,7 +17,7 @@ import pytest
 
 from broker import launcher
 from broker.admin import AdminError, PartitionState, fetch_metadata
-from broker.faults import REPLICATION_PAUSED
+from broker.faults import POWER_LOSS, REPLICATION_PAUSED
 from protocol.messages import create_topics, produce
 from tests.broker.conftest import batch
 from tests.cluster.support import Cluster, wait_for
@@ -180,15 +180,23 @@ async def _partition(cluster: Cluster, topic: str, accept: Callable[[PartitionSt
     return state if state is not None and accept(state) else None
 
 
-async def test_a_paused_broker_does_not_answer_until_resumed(cluster: Cluster) -> None:
-    spec = cluster.broker(2)
-    cluster.pause(2)
+@pytest.mark.cluster(brokers=2)
+async def test_pause_resume_power_loss_and_restart_of_a_broker(cluster: Cluster) -> None:
+    spec = cluster.broker(1)
+    cluster.pause(1)
     await wait_for(lambda: launcher.process_state(spec) == "paused", what="SIGSTOP")
     with pytest.raises(AdminError, match="did not answer within 1 s"):
         await fetch_metadata([spec.address], timeout_s=1)
     status = cluster.admin("status")
-    assert any(line.startswith("broker-2") and line.endswith("paused") for line in status.stdout.splitlines())
+    assert any(line.startswith("broker-1") and line.endswith("paused") for line in status.stdout.splitlines())
 
-    cluster.resume(2)
+    cluster.resume(1)
     assert (await fetch_metadata([spec.address])).source == spec.address
     assert launcher.process_state(spec) == "running"
+
+    cut = cluster.admin("fault", "--node", "1", "--set", f"{POWER_LOSS}=1")
+    assert cut.returncode == 0, cut.stdout + cut.stderr
+    assert f"broker-1 (pid {spec.pid}) exited" in cut.stdout
+    assert launcher.process_state(spec) == "dead"
+    assert cluster.restart(1).pid != spec.pid
+    assert (await fetch_metadata([spec.address])).source == spec.address
