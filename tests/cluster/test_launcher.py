@@ -82,20 +82,29 @@ def test_cluster_command_runs_four_processes_that_admin_drives_and_ctrl_c_stops(
         assert len({p.pid for p in cluster.processes}) == 4
         assert "broker.session.timeout.ms=1500" in cluster.brokers[0].argv
 
-        status = epoch_broker("admin", "--cluster", str(data), "status")
+        admin = ("admin", "--cluster", str(data))
+        status = epoch_broker(*admin, "status")
         assert status.returncode == 0, status.stdout + status.stderr
         assert status.stdout.count(" running") == 4
         assert "controller 1000, brokers 0=127.0.0.1" in status.stdout
 
-        killed = epoch_broker("admin", "--cluster", str(data), "kill", "--node", "1")
+        paused = epoch_broker(*admin, "fault", "--node", "0", "--set", f"{REPLICATION_PAUSED}=true")
+        assert paused.returncode == 0 and paused.stdout.strip().endswith("node 0: applied"), paused.stdout
+        bad_key = epoch_broker(*admin, "fault", "--node", "0", "--set", "fault.nope=1")
+        assert bad_key.returncode == 1 and "INVALID_CONFIG: fault.nope" in bad_key.stdout
+        no_topic = epoch_broker(*admin, "elect", "--topic", "nope", "--partition", "0")
+        assert no_topic.returncode == 1 and f"via 127.0.0.1:{base + 100}" in no_topic.stdout
+        assert "elect failed: UNKNOWN_TOPIC_OR_PARTITION" in no_topic.stdout
+
+        killed = epoch_broker(*admin, "kill", "--node", "1")
         assert killed.returncode == 0, killed.stdout + killed.stderr
         assert "SIGKILL to broker-1" in killed.stdout
         assert not launcher.is_running(cluster.process(1))
-        status = epoch_broker("admin", "--cluster", str(data), "status")
+        status = epoch_broker(*admin, "status")
         assert any(line.startswith("broker-1") and line.endswith("dead") for line in status.stdout.splitlines())
 
         old_pid = cluster.process(1).pid
-        restarted = epoch_broker("admin", "--cluster", str(data), "restart", "--node", "1")
+        restarted = epoch_broker(*admin, "restart", "--node", "1")
         assert restarted.returncode == 0, restarted.stdout + restarted.stderr
         cluster = launcher.ClusterFile.read(data)
         assert cluster.process(1).pid != old_pid and launcher.is_running(cluster.process(1))
