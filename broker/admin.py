@@ -136,6 +136,11 @@ async def fetch_metadata(addresses: list[str], timeout_s: float = REQUEST_TIMEOU
     raise AdminError("no broker answered Metadata" + (": " + "; ".join(problems) if problems else " (none running)"))
 
 
+def running_brokers(cluster: launcher.ClusterFile) -> list[str]:
+    """Addresses of the brokers that can answer (not dead, not paused: those would only time out)."""
+    return [spec.address for spec in cluster.brokers if launcher.process_state(spec) == "running"]
+
+
 # --- the `admin` command ----------------------------------------------------------------------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -261,8 +266,7 @@ def _status(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFi
         _print_table(["process", "node", "role", "pid", "address", "state"],
                      [[p.name, p.node_id, p.role, p.pid, p.address, launcher.process_state(p)]
                       for p in cluster.processes])
-    addresses = [args.bootstrap] if args.bootstrap else [p.address for p in _need_cluster(args, cluster).brokers
-                                                          if launcher.is_running(p)]
+    addresses = [args.bootstrap] if args.bootstrap else running_brokers(_need_cluster(args, cluster))
     state = asyncio.run(fetch_metadata(addresses))
     print(f"\nmetadata from {state.source}: controller {state.controller_id}, "
           f"brokers {', '.join(f'{n}={a}' for n, a in sorted(state.brokers.items()))}")

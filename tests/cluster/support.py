@@ -89,8 +89,7 @@ class Cluster:
 
     async def metadata(self) -> dict[tuple[str, int], admin.PartitionState]:
         """Leader, leader epoch, replicas and ISR of every partition, from the first running broker."""
-        running = [spec.address for spec in self.file.brokers if launcher.process_state(spec) == "running"]
-        return (await admin.fetch_metadata(running)).partitions
+        return (await admin.fetch_metadata(admin.running_brokers(self.file))).partitions
 
     def log_tails(self) -> str:
         return "\n".join(f"--- {spec.log} ---\n{launcher.log_tail(spec.log)}" for spec in self.file.processes)
