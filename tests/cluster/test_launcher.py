@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import select
@@ -47,17 +48,23 @@ def epoch_broker(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def read_until(proc: subprocess.Popen[str], marker: str, timeout: float = 60.0) -> list[str]:
+    """The launcher's output lines up to the one containing `marker`. Reads the raw descriptor: select() on a
+    buffered text stream misses lines already read into its buffer."""
     assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    pending = b""
     lines: list[str] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if select.select([proc.stdout], [], [], 0.1)[0]:
-            line = proc.stdout.readline()
-            if not line:
+        if select.select([fd], [], [], 0.1)[0]:
+            chunk = os.read(fd, 65536)
+            if not chunk:
                 break
-            lines.append(line.rstrip("\n"))
-            if marker in line:
-                return lines
+            *complete, pending = (pending + chunk).split(b"\n")
+            for line in complete:
+                lines.append(line.decode())
+                if marker in lines[-1]:
+                    return lines
     raise AssertionError(f"no {marker!r} from the launcher; it printed:\n" + "\n".join(lines))
 
 
