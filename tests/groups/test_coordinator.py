@@ -51,11 +51,6 @@ class FakeReplicaManager:
         return iter(self.logs.get((topic, partition), [])[start_offset:])
 
 
-class FakeController:
-    def __init__(self) -> None:
-        self.subscribers: list[Any] = []
-
-
 class FakeBroker:
     def __init__(self, **config: Any) -> None:
         self.config = BrokerConfig(**{"offsets_topic_num_partitions": 3, "group_initial_rebalance_delay_ms": 0,
@@ -64,7 +59,7 @@ class FakeBroker:
         self.advertised = Endpoint("PLAINTEXT", "127.0.0.1", 19092)
         self.metadata = MetadataCache()
         self.replica_manager = FakeReplicaManager(self.metadata)
-        self.controller = FakeController()
+        self.metadata_subscribers: list[Any] = []
 
 
 def add_topic(metadata: MetadataCache, name: str, partitions: int) -> bytes:
@@ -78,7 +73,7 @@ def add_topic(metadata: MetadataCache, name: str, partitions: int) -> bytes:
 def delete_topic(broker: FakeBroker, name: str) -> None:
     record = RemoveTopicRecord(broker.metadata.topics_by_name[name].topic_id)
     broker.metadata.apply(record)
-    for subscriber in broker.controller.subscribers:
+    for subscriber in broker.metadata_subscribers:
         subscriber([record])
 
 
