@@ -18,6 +18,7 @@ import asyncio
 import logging
 import os
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from broker.dispatch import CloseConnection, Dispatcher
@@ -52,6 +53,8 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
         self.server.connections.discard(self)
+        if self.server.on_disconnect is not None:
+            self.server.on_disconnect(self.peer)
         for task in self.in_flight:
             task.cancel()
 
@@ -151,8 +154,10 @@ class KafkaConnection(asyncio.Protocol):
 
 
 class KafkaServer:
-    def __init__(self, dispatcher: Dispatcher, max_frame_size: int, idle_ms: int) -> None:
+    def __init__(self, dispatcher: Dispatcher, max_frame_size: int, idle_ms: int,
+                 on_disconnect: Callable[[str], None] | None = None) -> None:
         self.dispatcher = dispatcher
+        self.on_disconnect = on_disconnect  # called with the peer address of every closed connection
         self.max_frame_size = max_frame_size
         self.idle_s = idle_ms / 1000 if idle_ms > 0 else 0.0
         self.connections: set[KafkaConnection] = set()

@@ -203,6 +203,14 @@ class Controller:
             fenced = False
         return HeartbeatResult(is_caught_up=caught_up, is_fenced=fenced)
 
+    def shorten_session(self, node_id: int, grace_s: float) -> None:
+        """The broker's connection closed: unless it heartbeats again within `grace_s`, it is fenced then rather
+        than a whole session later. A killed process's sockets close at once, so its leaderships move in well
+        under a second; a paused or partitioned broker keeps its connection and gets the full session."""
+        if node_id in self.last_heartbeat:
+            session_s = self.config.broker_session_timeout_ms / 1000
+            self.last_heartbeat[node_id] = min(self.last_heartbeat[node_id], self.clock() - session_s + grace_s)
+
     def check_liveness(self) -> None:
         """Fence every unfenced broker whose last heartbeat is older than the session timeout."""
         deadline = self.clock() - self.config.broker_session_timeout_ms / 1000

@@ -3,6 +3,11 @@
 It owns the `Controller` and its store, answers the controller APIs (broker/controller/handlers/ and the
 shared topic handlers in broker/handlers/), wakes brokers' long-polling metadata fetches when records are
 committed, and fences brokers whose heartbeats stop (`Controller.check_liveness`, on a timer).
+
+Fast failure detection: when the connection a broker heartbeats on closes (its process died: the kernel
+closes its sockets), the broker is fenced after two heartbeat intervals unless it heartbeats again on a new
+connection (`Controller.shorten_session`). So a SIGKILLed leader is replaced in well under a second, while a
+paused broker (SIGSTOP) or a network partition, which close nothing, still get the whole session timeout.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ class ControllerServer:
         self.server: KafkaServer | None = None
         self._appended = asyncio.Event()  # set (and replaced) on every commit: wakes metadata long polls
         self._liveness: asyncio.Task | None = None
+        self._heartbeat_peers: dict[str, int] = {}  # connection (peer address) -> node id heartbeating on it
+        self.disconnect_grace_s = 2 * config.broker_heartbeat_interval_ms / 1000
 
     @property
     def cluster_id(self) -> str:
@@ -47,7 +54,7 @@ class ControllerServer:
         self.controller.subscribers.append(self._on_commit)
         dispatcher = Dispatcher(self, role=CONTROLLER)
         self.server = KafkaServer(dispatcher, self.config.socket_request_max_bytes,
-                                  self.config.connections_max_idle_ms)
+                                  self.config.connections_max_idle_ms, on_disconnect=self._on_disconnect)
         listener = self.config.listeners[0]
         host, port = await self.server.start(listener.host, listener.port)
         if listener.port == 0:
@@ -56,6 +63,14 @@ class ControllerServer:
         self._liveness = asyncio.create_task(self._check_liveness())
         log.info("controller %d serving %d metadata records", self.node_id, self.controller.end_offset)
         return Endpoint(listener.listener, host, port)
+
+    def note_heartbeat_connection(self, peer: str, node_id: int) -> None:
+        self._heartbeat_peers[peer] = node_id
+
+    def _on_disconnect(self, peer: str) -> None:
+        node_id = self._heartbeat_peers.pop(peer, None)
+        if node_id is not None and node_id not in self._heartbeat_peers.values():
+            self.controller.shorten_session(node_id, self.disconnect_grace_s)
 
     def _on_commit(self, _records: list) -> None:
         self._appended.set()

@@ -182,6 +182,20 @@ def test_a_leader_that_misses_heartbeats_is_fenced_and_the_next_isr_member_leads
     assert fence == [BrokerFenceRecord(0, cluster.epochs[0], True)]
 
 
+def test_a_closed_connection_fences_the_leader_after_the_grace_unless_it_heartbeats_again(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    for node in (0, 1, 2):
+        cluster.heartbeat(node)
+    cluster.controller.shorten_session(0, grace_s=0.4)
+    cluster.controller.shorten_session(1, grace_s=0.4)
+    cluster.clock.advance(0.3)
+    cluster.heartbeat(1)  # reconnected in time: a new heartbeat restores its whole session
+    cluster.clock.advance(0.2)
+    cluster.controller.check_liveness()
+    assert cluster.controller.image.fenced_brokers == {0}
+    assert cluster.summary("t") == (1, 1, 1, (1, 2))
+
+
 def test_a_fenced_follower_leaves_the_isr_with_only_a_partition_epoch_bump(cluster: Cluster) -> None:
     cluster.create("t", [0, 1, 2])
     cluster.expire(0, 2)

@@ -2,7 +2,8 @@
 
 Behaviour: a stale broker epoch answers STALE_BROKER_EPOCH; otherwise the heartbeat renews the broker's
 session, unfences it once it has caught up with the metadata log, and with want_shut_down fences it at once
-(moving its leaderships) and answers should_shut_down (Controller.heartbeat).
+(moving its leaderships) and answers should_shut_down (Controller.heartbeat). The connection is noted: if it
+closes, the broker's session is cut short (ControllerServer).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ Response = broker_heartbeat.RESPONSE.cls
 
 @handles(broker_heartbeat.API, "0-1", roles=(CONTROLLER,))
 def handle(context: RequestContext, request: Any) -> Any:
+    context.broker.note_heartbeat_connection(context.peer, request.broker_id)
     result = context.broker.controller.heartbeat(request.broker_id, request.broker_epoch,
                                                  request.current_metadata_offset, request.want_fence,
                                                  request.want_shut_down)
