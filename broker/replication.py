@@ -18,7 +18,8 @@ Rules:
   (UNKNOWN_LEADER_EPOCH: the leader has not seen the epoch yet) retry after a backoff.
 - An answer is applied only while the partition's fetch state is the one it was asked for: a hand-over in
   flight (a newer epoch) voids it, and the new state truncates again first.
-- `fault.replication.paused`: the fetcher idles, checking the flag every 100 ms.
+- `fault.replication.paused`: the fetcher idles, checking the flag every 100 ms; a fetch answer that arrives
+  once it is set is dropped.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ class ReplicaFetcher:
         self.broker_epoch = broker_epoch
         self.states: dict[PartitionKey, FetchState] = {}
         self._changed = asyncio.Event()
+        self._stopped = False
         self.task = asyncio.create_task(self._run(), name=f"replica-fetcher-{node_id}-from-{source_id}")
 
     def add(self, partition: Partition) -> None:
@@ -109,11 +111,16 @@ class ReplicaFetcher:
     def remove(self, partition: Partition) -> None:
         self.states.pop(_key(partition), None)
 
+    def stop(self) -> None:
+        # The flag too: Python 3.11's wait_for can swallow a cancellation that races with its inner result.
+        self._stopped = True
+        self.task.cancel()
+
     async def _run(self) -> None:
         client: KafkaClient | None = None
         backoff = RETRY_BACKOFF_S
         try:
-            while True:
+            while not self._stopped:
                 if self.faults.replication_paused:
                     await asyncio.sleep(PAUSE_CHECK_S)
                     continue
@@ -224,6 +231,8 @@ class ReplicaFetcher:
             request.replica_id = self.node_id
         response = await asyncio.wait_for(client.request(fetch.API, version, request),
                                           REQUEST_TIMEOUT_S + FETCH_MAX_WAIT_MS / 1000)
+        if self.faults.replication_paused:
+            return  # paused during the long poll: the pause takes effect now, the answer is fetched again later
         if response.error_code != ErrorCode.NONE:
             for state, _ in asked.values():
                 self._on_error(state, ErrorCode(response.error_code), "Fetch")
@@ -306,14 +315,14 @@ class ReplicaFetchers:
         fetcher.remove(partition)
         if not fetcher.states:
             del self.fetchers[source]
-            fetcher.task.cancel()
+            fetcher.stop()
             self._stopping.add(fetcher.task)
             fetcher.task.add_done_callback(self._stopping.discard)
 
     async def shutdown(self) -> None:
         tasks = [f.task for f in self.fetchers.values()] + list(self._stopping)
+        for fetcher in self.fetchers.values():
+            fetcher.stop()
         self.fetchers.clear()
         self._sources.clear()
-        for task in tasks:
-            task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
