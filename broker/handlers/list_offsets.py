@@ -1,9 +1,10 @@
 """ListOffsets · v1-9 · offsets by timestamp: EARLIEST (-2), LATEST (-1), MAX_TIMESTAMP (-3), or a time.
 
 Behaviour: on the leader, after the KIP-320 check of current_leader_epoch (v4+). -2 answers the log start
-offset, -1 the high watermark (read_uncommitted and read_committed alike: no transactions), -3 (v7+) the
-offset of the record with the largest timestamp, a timestamp the first offset whose record time is at or
-after it (none: offset -1). The answer carries the leader epoch of the returned offset (v4+).
+offset, -1 the high watermark (read_uncommitted and read_committed alike: no transactions; a replica's
+request, replica_id >= 0, gets the log end), -3 (v7+) the offset of the record with the largest timestamp, a
+timestamp the first offset whose record time is at or after it (none: offset -1). The answer carries the
+leader epoch of the returned offset (v4+).
 KIP-207: until the high watermark of a newly elected leader reaches the log end it had when elected, clients
 get OFFSET_NOT_AVAILABLE (v5+) or LEADER_NOT_AVAILABLE (older); a replica's own request (replica_id >= 0)
 is answered, and so is every request for a topic with unclean.leader.election.enable.
@@ -54,7 +55,9 @@ def _answer(answer: Any, partition: Partition, wanted: Any, replica_id: int, ver
     log = partition.log
     timestamp = wanted.timestamp
     if timestamp == LATEST:
-        answer.offset = log.high_watermark
+        # A replica's own request gets the log end, as Kafka answers it (no isolation level for replicas): the
+        # KIP-207 exemption exists so that brokers can compare log lengths, which the high watermark hides.
+        answer.offset = log.high_watermark if replica_id < 0 else log.log_end_offset
         answer.leader_epoch = partition.leader_epoch
     elif timestamp == EARLIEST:
         answer.offset = log.log_start_offset
