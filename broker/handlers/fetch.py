@@ -116,24 +116,30 @@ def _read_partition(wanted: Any, response: Any, partition: Partition, budget: in
                                                        leader_epoch=partition.leader_epoch)
         return
     log = partition.log
-    if follower >= 0:
-        replicas.on_follower_fetch(partition, follower, wanted.fetch_offset)
-    high_watermark = log.high_watermark
-    response.high_watermark = response.last_stable_offset = (
-        partition.follower_high_watermark if replica_id >= 0 else high_watermark)
     response.log_start_offset = log.log_start_offset
     if wanted.last_fetched_epoch >= 0:
         epoch, end_offset = log.end_offset_for_epoch(wanted.last_fetched_epoch)
         if end_offset < wanted.fetch_offset or epoch < wanted.last_fetched_epoch:
-            # The fetcher's log diverged from ours: tell it where our history of that epoch ends.
+            # The fetcher's log diverged from ours: tell it where our history of that epoch ends (and, as
+            # Kafka, do not take its fetch offset as its log end).
             response.diverging_epoch = EpochEndOffset(epoch=epoch, end_offset=end_offset)
+            _set_high_watermark(response, partition, replica_id)
             return
-    upper_bound = log.log_end_offset if replica_id >= 0 else high_watermark
+    upper_bound = log.log_end_offset if replica_id >= 0 else log.high_watermark
     try:
         response.records = partition.read(wanted.fetch_offset, min(wanted.partition_max_bytes, budget),
                                           upper_bound, first_with_data)
     except OffsetOutOfRange:
         response.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+    else:
+        if follower >= 0:
+            replicas.on_follower_fetch(partition, follower, wanted.fetch_offset)
+    _set_high_watermark(response, partition, replica_id)
+
+
+def _set_high_watermark(response: Any, partition: Partition, replica_id: int) -> None:
+    high_watermark = partition.follower_high_watermark if replica_id >= 0 else partition.log.high_watermark
+    response.high_watermark = response.last_stable_offset = high_watermark
 
 
 async def _wait_for_data(partitions: list[Partition], timeout_s: float) -> None:
