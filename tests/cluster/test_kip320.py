@@ -1,0 +1,253 @@
+"""KIP-320 and KIP-232 on a real cluster (a controller and broker processes, tests/cluster/support.py).
+
+- A zombie follower (SIGSTOP past the session timeout) is fenced by the controller, its fetches in the old
+  leader epoch get FENCED_LEADER_EPOCH, it never counts for the high watermark, and it comes back into the ISR
+  only after truncating its stale tail and catching up in the new epoch.
+- The fencing matrix: Fetch, ListOffsets and OffsetForLeaderEpoch with current_leader_epoch -1, e-1, e, e+1
+  on the leader and on a follower (the epoch check comes before the leadership check).
+- KIP-232: the leader epochs every broker's Metadata answers never go backwards through elections, a SIGKILL
+  and a restart.
+
+Evidence comes from the wire (Metadata of each broker, exact requests with the internal KafkaClient), from
+the processes' logs, and from the replicas' segment files on disk (pwrite: visible to readers at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker import admin
+from broker.client import KafkaClient
+from protocol.errors import ErrorCode
+from protocol.messages import create_topics, fetch, list_offsets, offset_for_leader_epoch, produce
+from protocol.records import iter_batches
+from tests.broker.conftest import batch
+from tests.cluster.support import Cluster, start_cluster, wait_for
+
+pytestmark = pytest.mark.slow
+
+SESSION_TIMEOUT_MS = 1500  # the launcher's broker.session.timeout.ms
+NONE, FENCED, UNKNOWN, NOT_LEADER = (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
+                                     ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+# --- helpers ------------------------------------------------------------------------------------------------
+
+async def create_topic(cluster: Cluster, name: str, assignments: list[list[int]],
+                       configs: dict[str, str] | None = None) -> None:
+    """A topic with explicit replica assignments (the first replica of each partition leads it)."""
+    request = create_topics.REQUEST.cls(timeout_ms=10000, topics=[create_topics.REQUEST.CreatableTopic(
+        name=name, num_partitions=-1, replication_factor=-1,
+        assignments=[create_topics.REQUEST.CreatableReplicaAssignment(partition_index=i, broker_ids=replicas)
+                     for i, replicas in enumerate(assignments)],
+        configs=[create_topics.REQUEST.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()])])
+    async with cluster.client(0) as client:
+        answer = await client.request(create_topics.API, 7, request)
+    assert answer.topics[0].error_code == NONE, answer
+
+
+async def produce_to(cluster: Cluster, node: int, topic: str, count: int, acks: int) -> Any:
+    """`count` records in one batch to `topic`-0 on `node`; the partition's answer."""
+    records = batch(*(f"{topic}-{i}".encode() for i in range(count)))
+    request = produce.REQUEST.cls(acks=acks, timeout_ms=5000, topic_data=[produce.REQUEST.TopicProduceData(
+        name=topic, partition_data=[produce.REQUEST.PartitionProduceData(index=0, records=records)])])
+    async with cluster.client(node) as client:
+        return (await client.request(produce.API, 9, request)).responses[0].partition_responses[0]
+
+
+async def metadata_of(cluster: Cluster, node: int) -> admin.ClusterMetadata:
+    """Metadata v12 from one broker (its own cache), not from whichever answers first."""
+    return await admin.fetch_metadata([cluster.broker(node).address], timeout_s=3.0)
+
+
+async def high_watermark(cluster: Cluster, node: int, topic: str) -> int:
+    """ListOffsets LATEST on `node` as a consumer: the leader's high watermark (-1 on an error)."""
+    async with cluster.client(node) as client:
+        answer = await list_offsets_request(client, 4, topic, -1, -1)
+    return answer.offset if answer.error_code == NONE else -1
+
+
+@dataclasses.dataclass(frozen=True)
+class DiskBatch:
+    base_offset: int
+    last_offset: int
+    leader_epoch: int
+
+
+def disk_batches(cluster: Cluster, node: int, topic: str, partition: int = 0) -> list[DiskBatch]:
+    """The whole batches in a replica's segment files, read as another process sees them (the broker writes
+    with pwrite, no user-space buffer); a batch still being written ends the segment."""
+    directory = Path(cluster.broker(node).data_dir) / f"{topic}-{partition}"
+    found = []
+    for name in sorted(os.listdir(directory)) if directory.is_dir() else []:
+        if not name.endswith(".log"):
+            continue
+        data = (directory / name).read_bytes()
+        position = 0
+        while position + _BATCH_PREFIX.size + 4 <= len(data):
+            base_offset, batch_length, leader_epoch = _BATCH_PREFIX.unpack_from(data, position)
+            size = batch_length + 12  # the base offset and length fields come before batch_length's count
+            if batch_length <= 0 or position + size > len(data):
+                break
+            (last_offset_delta,) = struct.unpack_from(">i", data, position + _LAST_OFFSET_DELTA_AT)
+            found.append(DiskBatch(base_offset, base_offset + last_offset_delta, leader_epoch))
+            position += size
+    return found
+
+
+_BATCH_PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
+_LAST_OFFSET_DELTA_AT = 23  # after magic (1), crc (4) and attributes (2)
+
+
+def disk_log_end(cluster: Cluster, node: int, topic: str) -> int:
+    batches = disk_batches(cluster, node, topic)
+    return batches[-1].last_offset + 1 if batches else 0
+
+
+def process_log(cluster: Cluster, node: int) -> str:
+    return Path(cluster.broker(node).log).read_text(errors="replace")
+
+
+# --- exact requests -----------------------------------------------------------------------------------------
+
+async def fetch_request(client: KafkaClient, version: int, topic: str, current_leader_epoch: int) -> Any:
+    request = fetch.REQUEST.cls(
+        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
+        session_epoch=-1, forgotten_topics_data=[], rack_id="",
+        topics=[fetch.REQUEST.FetchTopic(topic=topic, partitions=[fetch.REQUEST.FetchPartition(
+            partition=0, current_leader_epoch=current_leader_epoch, fetch_offset=0, last_fetched_epoch=-1,
+            log_start_offset=-1, partition_max_bytes=1 << 20)])])
+    return (await client.request(fetch.API, version, request)).responses[0].partitions[0]
+
+
+async def list_offsets_request(client: KafkaClient, version: int, topic: str, current_leader_epoch: int,
+                               timestamp: int) -> Any:
+    request = list_offsets.REQUEST.cls(replica_id=-1, isolation_level=0, topics=[
+        list_offsets.REQUEST.ListOffsetsTopic(name=topic, partitions=[list_offsets.REQUEST.ListOffsetsPartition(
+            partition_index=0, current_leader_epoch=current_leader_epoch, timestamp=timestamp)])])
+    return (await client.request(list_offsets.API, version, request)).topics[0].partitions[0]
+
+
+async def offset_for_leader_epoch_request(client: KafkaClient, version: int, topic: str, current_leader_epoch: int,
+                                          leader_epoch: int) -> Any:
+    request = offset_for_leader_epoch.REQUEST.cls(replica_id=-1, topics=[
+        offset_for_leader_epoch.REQUEST.OffsetForLeaderTopic(topic=topic, partitions=[
+            offset_for_leader_epoch.REQUEST.OffsetForLeaderPartition(
+                partition=0, current_leader_epoch=current_leader_epoch, leader_epoch=leader_epoch)])])
+    return (await client.request(offset_for_leader_epoch.API, version, request)).topics[0].partitions[0]
+
+
+# --- 5. the fencing matrix ----------------------------------------------------------------------------------
+
+MATRIX_TOPIC = "fencing"
+MATRIX_RECORDS = 3
+FETCH_VERSION, LIST_OFFSETS_VERSION, OFFSET_FOR_LEADER_EPOCH_VERSION = 12, 4, 3
+
+
+@dataclasses.dataclass(frozen=True)
+class MatrixSetup:
+    cluster: Cluster
+    leader: int
+    follower: int
+    epoch: int
+
+
+async def _prepare_matrix(cluster: Cluster) -> MatrixSetup:
+    await create_topic(cluster, MATRIX_TOPIC, [[0, 1]], {"min.insync.replicas": "2"})
+    await wait_for(lambda: _state_on(cluster, 0, MATRIX_TOPIC, lambda s: s.isr == (0, 1)), what="ISR [0, 1]")
+    assert (await produce_to(cluster, 0, MATRIX_TOPIC, MATRIX_RECORDS, acks=-1)).error_code == NONE
+    # An election round trip: the leader is broker 0 again, in epoch 2, and epoch 1 is a real past epoch.
+    epoch = (await _state_on(cluster, 0, MATRIX_TOPIC, lambda s: True)).leader_epoch
+    for target in (1, 0):
+        assert await cluster.elect(MATRIX_TOPIC, 0, leader=target) == "elected"
+        epoch += 1
+        for node in (0, 1):  # both brokers' caches (and partitions) are in the new epoch
+            await wait_for(lambda n=node, t=target, e=epoch: _state_on(
+                cluster, n, MATRIX_TOPIC, lambda s: (s.leader, s.leader_epoch, set(s.isr)) == (t, e, {0, 1})),
+                what=f"leader {target} in epoch {epoch} on broker {node}")
+    assert epoch >= 1
+    # KIP-207: the leader serves offsets once its high watermark reached its log end at election.
+    await wait_for(lambda: _latest_offset_is(cluster, 0, MATRIX_RECORDS), what="the leader's offsets available")
+    return MatrixSetup(cluster, leader=0, follower=1, epoch=epoch)
+
+
+async def _state_on(cluster: Cluster, node: int, topic: str, accept: Any) -> admin.PartitionState | None:
+    state = (await metadata_of(cluster, node)).partitions.get((topic, 0))
+    return state if state is not None and accept(state) else None
+
+
+async def _latest_offset_is(cluster: Cluster, node: int, offset: int) -> bool:
+    return await high_watermark(cluster, node, MATRIX_TOPIC) == offset
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MatrixSetup]:
+    """One two-broker cluster for the whole matrix: nothing in it changes after the setup (no writes, no
+    elections; requests with wrong epochs change no state), so every case sees the same leader and epoch."""
+    cluster = start_cluster(tmp_path_factory.mktemp("kip320-matrix"), brokers=2)
+    try:
+        setup = asyncio.run(_prepare_matrix(cluster))
+        yield setup
+    except BaseException:
+        print(f"process logs:\n{cluster.log_tails()}")
+        raise
+    finally:
+        cluster.stop()
+
+
+# Kafka's answers by (role, the request's epoch relative to the partition's e); -1 skips the check.
+EXPECTED = {
+    ("leader", "-1"): NONE, ("leader", "e-1"): FENCED, ("leader", "e"): NONE, ("leader", "e+1"): UNKNOWN,
+    ("follower", "-1"): NOT_LEADER, ("follower", "e-1"): FENCED, ("follower", "e"): NOT_LEADER,
+    ("follower", "e+1"): UNKNOWN,
+}
+EPOCHS = {"-1": None, "e-1": -1, "e": 0, "e+1": 1}
+
+
+@pytest.mark.parametrize("which", ["-1", "e-1", "e", "e+1"], ids=lambda w: f"epoch {w}")
+@pytest.mark.parametrize("role", ["leader", "follower"])
+@pytest.mark.parametrize("api", ["Fetch v12", "ListOffsets v4", "OffsetForLeaderEpoch v3"])
+async def test_current_leader_epoch_is_checked_before_leadership_as_kafka_does(
+        matrix: MatrixSetup, api: str, role: str, which: str) -> None:
+    """KIP-320: current_leader_epoch -1 skips the check, a lower one is FENCED_LEADER_EPOCH, a higher one
+    UNKNOWN_LEADER_EPOCH, on the leader and on a follower alike; only a matching (or absent) epoch reaches
+    the leadership check, which a follower fails with NOT_LEADER_OR_FOLLOWER. A consumer's request
+    (replica_id -1) on the leader with a good epoch is served."""
+    e = matrix.epoch
+    node = matrix.leader if role == "leader" else matrix.follower
+    current = -1 if EPOCHS[which] is None else e + EPOCHS[which]
+    expected = EXPECTED[(role, which)]
+    async with matrix.cluster.client(node) as client:
+        if api.startswith("Fetch"):
+            answer = await fetch_request(client, FETCH_VERSION, MATRIX_TOPIC, current)
+            assert ErrorCode(answer.error_code) == expected, answer
+            if expected == NONE:
+                assert answer.high_watermark == MATRIX_RECORDS
+                assert [b.last_offset_delta + b.base_offset for _, b in iter_batches(bytes(answer.records))] == [
+                    MATRIX_RECORDS - 1]
+            else:  # v12+: the answering broker's view of the leadership
+                assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (matrix.leader, e)
+                assert not answer.records
+        elif api.startswith("ListOffsets"):
+            answer = await list_offsets_request(client, LIST_OFFSETS_VERSION, MATRIX_TOPIC, current, -1)
+            assert ErrorCode(answer.error_code) == expected, answer
+            if expected == NONE:
+                assert (answer.offset, answer.leader_epoch) == (MATRIX_RECORDS, e)
+            else:
+                assert answer.offset == -1
+        else:
+            answer = await offset_for_leader_epoch_request(client, OFFSET_FOR_LEADER_EPOCH_VERSION, MATRIX_TOPIC,
+                                                           current, e)
+            assert ErrorCode(answer.error_code) == expected, answer
+            if expected == NONE:  # the current epoch ends at the log end
+                assert (answer.leader_epoch, answer.end_offset) == (e, MATRIX_RECORDS)
+            else:
+                assert (answer.leader_epoch, answer.end_offset) == (-1, -1)
