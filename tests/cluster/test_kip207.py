@@ -56,11 +56,11 @@ async def partition_state(cluster: Cluster, topic: str, index: int,
 
 
 async def list_offset(client: KafkaClient, topic: str, version: int, replica_id: int = CLIENT,
-                      timestamp: int = LATEST) -> Any:
-    """One partition (0) of one ListOffsets request; returns that partition's answer."""
+                      timestamp: int = LATEST, partition: int = 0) -> Any:
+    """One partition of one ListOffsets request; returns that partition's answer."""
     request = list_offsets.REQUEST.cls(replica_id=replica_id, isolation_level=0, topics=[
         list_offsets.REQUEST.ListOffsetsTopic(name=topic, partitions=[
-            list_offsets.REQUEST.ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])
+            list_offsets.REQUEST.ListOffsetsPartition(partition_index=partition, timestamp=timestamp)])])
     return (await client.request(list_offsets.API, version, request)).topics[0].partitions[0]
 
 
