@@ -114,6 +114,8 @@ class KafkaClient:
     def _deliver(self, frame: bytearray) -> None:
         correlation_id = int.from_bytes(frame[:4], "big", signed=True)
         api, version, future = self._pending.pop(correlation_id)
+        if future.done():  # the caller was cancelled (a cancelled task, a wait_for timeout): drop the answer;
+            return  # set_result would raise InvalidStateError and kill the read loop, hanging every later call
         _, body_start = decode_response_header(frame, api.response_header_version(version))
         try:
             future.set_result(api.response.decode_from(memoryview(frame), version, body_start)[0])
