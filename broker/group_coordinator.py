@@ -163,8 +163,9 @@ class GroupCoordinator:
         the partitions of a topic created here are loaded (they are empty: immediate). Raises KafkaError."""
         if self._topic_exists():
             return
-        await self.broker.replica_manager.ensure_internal_topic(OFFSETS_TOPIC, self.num_partitions,
-                                                                OFFSETS_TOPIC_CONFIGS)
+        await self.broker.replica_manager.ensure_internal_topic(
+            OFFSETS_TOPIC, self.num_partitions, self.broker.config.offsets_topic_replication_factor,
+            OFFSETS_TOPIC_CONFIGS)
         self._load_led()
         await self.wait_loaded()
 

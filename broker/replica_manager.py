@@ -278,8 +278,10 @@ class ReplicaManager:
 
     # -- internal topics (the group coordinator's __consumer_offsets) -------------------------------
 
-    async def ensure_internal_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
-        """Create the topic `name` with `partitions` partitions and topic `configs` unless it exists.
+    async def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int,
+                                    configs: dict[str, str]) -> None:
+        """Create the topic `name` with `partitions` partitions of `replication_factor` replicas (at most one per
+        live broker) and topic `configs` unless it exists.
 
         When it returns, this broker hosts the partitions it was assigned and leads them where elected (the
         embedded controller commits and publishes the records before returning; a coroutine so that a remote
@@ -287,7 +289,8 @@ class ReplicaManager:
         """
         if name in self.metadata.topics_by_name:
             return
-        (result,) = await self.channel.create_topics([NewTopic(name, partitions, -1, {}, dict(configs))], False)
+        factor = max(1, min(replication_factor, len(self.metadata.live_brokers)))
+        (result,) = await self.channel.create_topics([NewTopic(name, partitions, factor, {}, dict(configs))], False)
         if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
             raise KafkaError(result.error_message or "", result.error_code)
 

@@ -31,7 +31,8 @@ class FakeReplicaManager:
         self.logs: dict[tuple[str, int], list[tuple[int, bytes | None, bytes | None]]] = {}
         self.fail_appends = False
 
-    async def ensure_internal_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
+    async def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int,
+                                    configs: dict[str, str]) -> None:
         if name not in self.metadata.topics_by_name:
             add_topic(self.metadata, name, partitions)
 
