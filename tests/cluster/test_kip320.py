@@ -27,7 +27,7 @@ import pytest
 from broker import admin
 from broker.client import KafkaClient
 from protocol.errors import ErrorCode
-from protocol.messages import create_topics, fetch, list_offsets, offset_for_leader_epoch, produce
+from protocol.messages import create_topics, fetch, list_offsets, metadata, offset_for_leader_epoch, produce
 from protocol.records import iter_batches
 from tests.broker.conftest import batch
 from tests.cluster.support import Cluster, start_cluster, wait_for
@@ -251,3 +251,109 @@ async def test_current_leader_epoch_is_checked_before_leadership_as_kafka_does(
                 assert (answer.leader_epoch, answer.end_offset) == (e, MATRIX_RECORDS)
             else:
                 assert (answer.leader_epoch, answer.end_offset) == (-1, -1)
+
+
+# --- 9. KIP-232: Metadata leader epochs never go backwards ----------------------------------------------------
+
+class EpochWatcher:
+    """Polls Metadata v12 from one broker on its own connection, continuously, and records per (topic,
+    partition) every leader epoch it answered, in order. A dead or restarting broker is retried."""
+
+    def __init__(self, cluster: Cluster, node: int) -> None:
+        self.address = cluster.broker(node).address
+        self.node = node
+        self.seen: dict[tuple[str, int], list[int]] = {}
+        self.answers = 0
+        self.task = asyncio.create_task(self._run(), name=f"epoch-watcher-{node}")
+
+    async def _run(self) -> None:
+        request = metadata.REQUEST.cls(topics=None, allow_auto_topic_creation=False)
+        while True:
+            try:
+                async with await KafkaClient.connect(self.address) as client:
+                    while True:
+                        response = await asyncio.wait_for(client.request(metadata.API, 12, request), 3.0)
+                        for topic in response.topics:
+                            for p in topic.partitions:
+                                self.seen.setdefault((topic.name, p.partition_index), []).append(p.leader_epoch)
+                        self.answers += 1
+                        await asyncio.sleep(0.01)
+            except (OSError, ConnectionError, TimeoutError):
+                await asyncio.sleep(0.05)  # killed, or not listening yet after a restart
+
+    def last(self, topic: str, partition: int) -> int:
+        return (self.seen.get((topic, partition)) or [-1])[-1]
+
+
+MONOTONIC_TOPIC = "rotating"
+
+
+async def _elect_and_wait(cluster: Cluster, partition: int, target: int | None = None) -> admin.PartitionState:
+    before = (await cluster.metadata())[(MONOTONIC_TOPIC, partition)]
+    assert await cluster.elect(MONOTONIC_TOPIC, partition, leader=target) == "elected"
+    return await wait_for(lambda: _partition_state(cluster, partition, lambda s: s.leader_epoch > before.leader_epoch
+                                                   and s.leader != before.leader),
+                          what=f"{MONOTONIC_TOPIC}-{partition} elected away from {before.leader}")
+
+
+async def _partition_state(cluster: Cluster, partition: int, accept: Any) -> admin.PartitionState | None:
+    state = (await cluster.metadata()).get((MONOTONIC_TOPIC, partition))
+    return state if state is not None and accept(state) else None
+
+
+async def test_every_brokers_metadata_never_answers_an_older_leader_epoch_through_elections_and_a_restart(
+        cluster: Cluster) -> None:
+    """KIP-232: a broker's Metadata never answers a leader epoch older than one it answered before (epochs only
+    move forward in its metadata cache, and a restarted broker serves only once it has caught up with the
+    metadata log), through clean elections that rotate leadership, a SIGKILL of a leader and its restart."""
+    partitions = 2
+    await create_topic(cluster, MONOTONIC_TOPIC, [[0, 1, 2], [1, 2, 0]])
+    for p in range(partitions):
+        await wait_for(lambda p=p: _partition_state(cluster, p, lambda s: len(s.isr) == 3), what=f"ISR of 3 ({p})")
+    watchers = [EpochWatcher(cluster, node) for node in range(3)]
+    # After each step: the epochs every running broker must have answered (each watcher is waited for).
+    checkpoints: list[tuple[set[int], dict[int, int]]] = []
+
+    async def settle(running: set[int]) -> None:
+        current = {p: (await cluster.metadata())[(MONOTONIC_TOPIC, p)].leader_epoch for p in range(partitions)}
+        await wait_for(lambda: all(watchers[n].last(MONOTONIC_TOPIC, p) == e for n in running
+                                   for p, e in current.items()),
+                       what=f"brokers {sorted(running)} answering the epochs {current}")
+        checkpoints.append((set(running), current))
+
+    try:
+        await settle({0, 1, 2})
+        for _ in range(2):  # clean elections: each rotates to the next ISR member
+            for p in range(partitions):
+                await _elect_and_wait(cluster, p)
+                await settle({0, 1, 2})
+
+        victim = (await cluster.metadata())[(MONOTONIC_TOPIC, 0)].leader
+        cluster.kill(victim)
+        for p in range(partitions):
+            await wait_for(lambda p=p: _partition_state(cluster, p, lambda s: s.leader not in (victim, -1)
+                                                        and victim not in s.isr),
+                           what=f"partition {p} led and in sync without broker {victim}")
+        await settle({0, 1, 2} - {victim})
+        cluster.restart(victim)
+        for p in range(partitions):
+            await wait_for(lambda p=p: _partition_state(cluster, p, lambda s: victim in s.isr), timeout=15,
+                           what=f"broker {victim} back in the ISR of partition {p}")
+        await settle({0, 1, 2})
+        for p in range(partitions):  # leadership back to the restarted broker, then on again
+            await _elect_and_wait(cluster, p, victim)
+            await settle({0, 1, 2})
+            await _elect_and_wait(cluster, p)
+            await settle({0, 1, 2})
+    finally:
+        for watcher in watchers:
+            watcher.task.cancel()
+        await asyncio.gather(*(w.task for w in watchers), return_exceptions=True)
+
+    for watcher in watchers:
+        for p in range(partitions):
+            epochs = watcher.seen[(MONOTONIC_TOPIC, p)]
+            assert epochs == sorted(epochs), f"broker {watcher.node} went back in epochs of partition {p}: {epochs}"
+            expected = sorted({c[p] for running, c in checkpoints if watcher.node in running})
+            assert set(expected) <= set(epochs), f"broker {watcher.node}, partition {p}: saw {set(epochs)}"
+            assert len(expected) >= 5, expected  # several changes were observed by every broker
