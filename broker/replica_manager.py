@@ -184,6 +184,9 @@ class ReplicaManager:
         except KafkaError as exc:
             return AppendResult(exc.code, message=str(exc))
         partition.maybe_advance_high_watermark()
+        # Followers long-polling for data must see it now, although the high watermark has not moved (it moves
+        # only once they have it): otherwise every acks=all produce waits out a follower's fetch max wait.
+        partition.wake_waiters()
         return AppendResult(ErrorCode.NONE, info.first_offset, info.last_offset, info.log_append_time,
                             partition_log.log_start_offset)
 
