@@ -24,6 +24,7 @@ Skipped: preferred read replicas (KIP-392), aborted transactions, rack awareness
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from broker.dispatch import RequestContext, handles
@@ -38,6 +39,8 @@ PartitionData = fetch.RESPONSE.PartitionData
 EpochEndOffset = fetch.RESPONSE.EpochEndOffset
 LeaderIdAndEpoch = fetch.RESPONSE.LeaderIdAndEpoch
 NodeEndpoint = fetch.RESPONSE.NodeEndpoint
+
+logger = logging.getLogger(__name__)
 
 READ_COMMITTED = 1
 _LEADER_HINT_ERRORS = frozenset(
@@ -114,6 +117,13 @@ def _read_partition(wanted: Any, response: Any, partition: Partition, budget: in
         if error in _LEADER_HINT_ERRORS:
             response.current_leader = LeaderIdAndEpoch(leader_id=partition.leader_id,
                                                        leader_epoch=partition.leader_epoch)
+        if error == ErrorCode.FENCED_LEADER_EPOCH and replica_id >= 0:
+            # A replica fetching in an old epoch (KIP-320's zombie) is visible in this broker's log: the fetcher
+            # may be handed over (or stopped) before it reads the answer, so its own log cannot always say so.
+            # Once per hand-over: a fenced fetcher waits for newer metadata.
+            logger.info("%s-%d: Fetch from replica %d in leader epoch %d fenced (the partition is in epoch %d)",
+                        partition.topic, partition.index, replica_id, wanted.current_leader_epoch,
+                        partition.leader_epoch)
         return
     log = partition.log
     response.log_start_offset = log.log_start_offset
