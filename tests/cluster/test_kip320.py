@@ -15,9 +15,11 @@ the processes' logs, and from the replicas' segment files on disk (pwrite: visib
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ import pytest
 
 from broker import admin
 from broker.client import KafkaClient
+from broker.faults import REPLICATION_PAUSED
 from protocol.errors import ErrorCode
 from protocol.messages import create_topics, fetch, list_offsets, metadata, offset_for_leader_epoch, produce
 from protocol.records import iter_batches
@@ -357,3 +360,165 @@ async def test_every_brokers_metadata_never_answers_an_older_leader_epoch_throug
             expected = sorted({c[p] for running, c in checkpoints if watcher.node in running})
             assert set(expected) <= set(epochs), f"broker {watcher.node}, partition {p}: saw {set(epochs)}"
             assert len(expected) >= 5, expected  # several changes were observed by every broker
+
+
+# --- 4. the zombie replica ----------------------------------------------------------------------------------
+
+ZOMBIE_TOPIC = "zombie"
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    at: float  # time.monotonic() when the answer arrived
+    node: int  # the broker that answered
+    state: admin.PartitionState
+    live: frozenset[int]  # the brokers its Metadata lists (fenced ones are left out)
+
+
+class IsrWatcher:
+    """Polls Metadata from each of `nodes` (each on its own) and keeps every answer about `topic`-0."""
+
+    def __init__(self, cluster: Cluster, nodes: list[int], topic: str) -> None:
+        self.snapshots: list[Snapshot] = []
+        self.tasks = [asyncio.create_task(self._run(cluster, node, topic)) for node in nodes]
+
+    async def _run(self, cluster: Cluster, node: int, topic: str) -> None:
+        while True:
+            with contextlib.suppress(admin.AdminError):
+                answer = await metadata_of(cluster, node)
+                state = answer.partitions.get((topic, 0))
+                if state is not None:
+                    self.snapshots.append(Snapshot(time.monotonic(), node, state, frozenset(answer.brokers)))
+            await asyncio.sleep(0.02)
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+@pytest.mark.cluster(brokers=3, overrides={"replica.lag.time.max.ms": 30000})
+async def test_a_paused_follower_is_fenced_truncated_and_let_back_into_the_isr_only_once_caught_up(
+        cluster: Cluster) -> None:
+    """KIP-320's zombie replica: a follower paused past the session timeout is fenced by the controller (out of
+    the ISR and of the live brokers); a new leader is elected and writes meanwhile, its high watermark moved by
+    the ISR members alone. The zombie, resumed, fetches in its old leader epoch and is answered
+    FENCED_LEADER_EPOCH; it then truncates its stale tail (records of the old epoch the new leader never had,
+    KIP-101) and catches up, and it is never in the ISR while fenced nor before its log equals the leader's.
+    (replica.lag.time.max.ms is long so that the lag rule never removes anyone: only fencing does.)"""
+    old_leader, new_leader, zombie = 0, 1, 2
+    await create_topic(cluster, ZOMBIE_TOPIC, [[old_leader, new_leader, zombie]], {"min.insync.replicas": "2"})
+    start = await wait_for(lambda: _zombie_state(cluster, old_leader, lambda s: len(s.isr) == 3), what="ISR of 3")
+    old_epoch = start.leader_epoch
+    assert (await produce_to(cluster, old_leader, ZOMBIE_TOPIC, 5, acks=-1)).error_code == NONE  # offsets 0-4
+
+    # A tail only the old leader and the zombie have: the new leader's replication is paused meanwhile.
+    assert await cluster.set_fault(new_leader, REPLICATION_PAUSED, "true") == "applied"
+    tail = await produce_to(cluster, old_leader, ZOMBIE_TOPIC, 3, acks=1)  # offsets 5-7, uncommitted
+    assert (tail.error_code, tail.base_offset) == (NONE, 5)
+    await wait_for(lambda: disk_log_end(cluster, zombie, ZOMBIE_TOPIC) == 8, what="the zombie has the tail")
+    assert disk_log_end(cluster, new_leader, ZOMBIE_TOPIC) == 5
+    assert await high_watermark(cluster, old_leader, ZOMBIE_TOPIC) == 5
+
+    watcher = IsrWatcher(cluster, [old_leader, new_leader], ZOMBIE_TOPIC)
+    try:
+        cluster.pause(zombie)
+        paused_at = time.monotonic()
+        fenced = await wait_for(lambda: _fenced_on_both(cluster, zombie), timeout=10,
+                                what=f"broker {zombie} fenced: out of the ISR and of the live brokers")
+        fenced_at = time.monotonic()
+        # The controller fenced it for its silence, one session after its last heartbeat, not earlier.
+        assert fenced_at - paused_at >= SESSION_TIMEOUT_MS / 1000 - 0.5
+        assert f"fencing broker {zombie} (no heartbeat for {SESSION_TIMEOUT_MS} ms)" in cluster_log(cluster)
+        assert fenced.leader == old_leader and fenced.leader_epoch == old_epoch  # a follower: no new epoch
+
+        assert await cluster.elect(ZOMBIE_TOPIC, 0, leader=new_leader) == "elected"
+        new_epoch = old_epoch + 1
+        for node in (old_leader, new_leader):
+            await wait_for(lambda n=node: _zombie_state(cluster, n, lambda s: (s.leader, s.leader_epoch, set(s.isr))
+                                                        == (new_leader, new_epoch, {old_leader, new_leader})),
+                           what=f"broker {node} knows leader {new_leader} in epoch {new_epoch}")
+        assert await cluster.set_fault(new_leader, REPLICATION_PAUSED, "false") == "applied"
+
+        # Writes in the new epoch, committed by the ISR (new leader and old leader) while the zombie sleeps.
+        written = await produce_to(cluster, new_leader, ZOMBIE_TOPIC, 6, acks=-1)
+        assert (written.error_code, written.base_offset) == (NONE, 5)  # the old tail was never committed
+        assert await high_watermark(cluster, new_leader, ZOMBIE_TOPIC) == 11
+        assert disk_log_end(cluster, zombie, ZOMBIE_TOPIC) == 8  # still the stale tail, of the old epoch
+        assert disk_batches(cluster, zombie, ZOMBIE_TOPIC)[-1] == DiskBatch(5, 7, old_epoch)
+
+        # The fetch the zombie would send the new leader (its old epoch, from its stale log end) is fenced and
+        # moves neither the high watermark nor the ISR.
+        async with cluster.client(new_leader) as client:
+            request = fetch.REQUEST.cls(
+                replica_id=zombie, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, session_id=0, session_epoch=-1,
+                forgotten_topics_data=[], topics=[fetch.REQUEST.FetchTopic(topic=ZOMBIE_TOPIC, partitions=[
+                    fetch.REQUEST.FetchPartition(partition=0, current_leader_epoch=old_epoch, fetch_offset=8,
+                                                 last_fetched_epoch=old_epoch, log_start_offset=0,
+                                                 partition_max_bytes=1 << 20)])])
+            answer = (await client.request(fetch.API, 12, request)).responses[0].partitions[0]
+        assert ErrorCode(answer.error_code) == FENCED and not answer.records
+        assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (new_leader, new_epoch)
+        assert await high_watermark(cluster, new_leader, ZOMBIE_TOPIC) == 11
+        leader_batches = disk_batches(cluster, new_leader, ZOMBIE_TOPIC)
+        assert leader_batches[-1] == DiskBatch(5, 10, new_epoch)
+
+        resumed_at = time.monotonic()
+        cluster.resume(zombie)
+
+        async def back_in_sync() -> bool:
+            state = await _zombie_state(cluster, new_leader, lambda s: True)
+            if state is None or zombie not in state.isr:
+                return False
+            # Read after the Metadata answer: had it joined earlier than this, its log could only be shorter.
+            assert disk_batches(cluster, zombie, ZOMBIE_TOPIC) == leader_batches, "in the ISR before caught up"
+            return True
+
+        await wait_for(back_in_sync, timeout=15, what=f"broker {zombie} back in the ISR")
+        rejoined_at = time.monotonic()
+        await wait_for(lambda: _zombie_state(cluster, old_leader, lambda s: zombie in s.isr), what="ISR on broker 0")
+    finally:
+        await watcher.stop()
+
+    assert await high_watermark(cluster, new_leader, ZOMBIE_TOPIC) == 11
+    snapshots = watcher.snapshots
+    assert any(s.at > resumed_at for s in snapshots) and any(fenced_at <= s.at < resumed_at for s in snapshots)
+    for snapshot in snapshots:
+        # KIP-320: a fenced replica is never in the ISR (no leader may add it back while the controller has it
+        # fenced), and nobody counted it while it slept.
+        if zombie in snapshot.state.isr:
+            assert zombie in snapshot.live, snapshot
+        if fenced_at <= snapshot.at < resumed_at:
+            assert zombie not in snapshot.live and zombie not in snapshot.state.isr, snapshot
+    assert rejoined_at > resumed_at
+
+    # Its fetch in the old epoch reached the old leader (a follower in the new epoch since the election, so only
+    # the resumed zombie can have sent it) and was fenced; the zombie then cut its log back to where the old
+    # epoch ends on the new leader. (Its own log says "fenced" only when it reads the answer before the
+    # metadata hands the partition over, a race; the answering broker logs every fenced replica fetch.)
+    fenced_fetch = (f"{ZOMBIE_TOPIC}-0: Fetch from replica {zombie} in leader epoch {old_epoch} fenced "
+                    f"(the partition is in epoch {new_epoch})")
+    assert fenced_fetch in process_log(cluster, old_leader), process_log(cluster, old_leader)[-3000:]
+    zombie_log = process_log(cluster, zombie)
+    truncation = f"{ZOMBIE_TOPIC}-0: truncating from 8 to 5 (leader epoch {old_epoch} ends at 5)"
+    assert truncation in zombie_log, zombie_log[-3000:]
+
+
+async def _zombie_state(cluster: Cluster, node: int, accept: Any) -> admin.PartitionState | None:
+    return await _state_on(cluster, node, ZOMBIE_TOPIC, accept)
+
+
+async def _fenced_on_both(cluster: Cluster, zombie: int) -> admin.PartitionState | None:
+    """The partition's state once both running brokers list the zombie neither as live nor in the ISR."""
+    states = []
+    for node in (0, 1):
+        answer = await metadata_of(cluster, node)
+        state = answer.partitions[(ZOMBIE_TOPIC, 0)]
+        if zombie in answer.brokers or zombie in state.isr:
+            return None
+        states.append(state)
+    return states[0]
+
+
+def cluster_log(cluster: Cluster) -> str:
+    return Path(cluster.file.controller.log).read_text(errors="replace")
