@@ -6,10 +6,13 @@ DescribeCluster and leader lookups: one `apply` for both, so they cannot disagre
 Rules:
 - Records arrive in log order; applying is deterministic and never fails for a record the controller wrote.
 - Leader and partition epochs only move forward (KIP-232): a change with a lower epoch is ignored.
+- `fenced_at` (local bookkeeping, not replicated state: when this process applied a broker's fencing) lets
+  Metadata keep naming a just-fenced broker for a moment (`listed_brokers`, see its docstring).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -51,6 +54,7 @@ class MetadataCache:
         self.controller_id = -1
         self.brokers: dict[int, RegisterBrokerRecord] = {}  # every registered broker, fenced or not
         self.fenced_brokers: set[int] = set()
+        self.fenced_at: dict[int, float] = {}  # node id -> time.monotonic() when its fencing was applied here
         self.metadata_offset = -1  # offset of the last record applied (its index in the controller's store)
         self.topics_by_name: dict[str, TopicState] = {}
         self.topics_by_id: dict[bytes, TopicState] = {}
@@ -89,13 +93,16 @@ class MetadataCache:
             case RegisterBrokerRecord():
                 self.brokers[record.node_id] = record
                 self.fenced_brokers.discard(record.node_id)
+                self.fenced_at.pop(record.node_id, None)
             case BrokerFenceRecord():
                 registered = self.brokers.get(record.node_id)
                 if registered is not None and registered.broker_epoch == record.broker_epoch:
                     if record.fenced:
                         self.fenced_brokers.add(record.node_id)
+                        self.fenced_at[record.node_id] = time.monotonic()
                     else:
                         self.fenced_brokers.discard(record.node_id)
+                        self.fenced_at.pop(record.node_id, None)
             case ProducerIdsRecord():
                 self.next_producer_id = max(self.next_producer_id, record.next_producer_id)
             case ClusterRecord():
@@ -107,6 +114,20 @@ class MetadataCache:
     def live_brokers(self) -> dict[int, RegisterBrokerRecord]:
         """Registered and not fenced: the brokers Metadata lists and elections pick from."""
         return {n: b for n, b in self.brokers.items() if n not in self.fenced_brokers}
+
+    def listed_brokers(self, linger_s: float) -> list[RegisterBrokerRecord]:
+        """The brokers a Metadata answer names: the live ones, and those fenced here less than `linger_s` ago.
+
+        Why the linger: librdkafka (2.10+) decommissions a broker missing from a Metadata answer; when the same
+        answer also moves that broker's partitions to their new leaders (a killed leader is fenced and replaced in
+        one step), the decommission drops the move (the partition is left without a leader) and the client waits
+        for its 1 s topic scan to ask again: a failover took a second longer. Named a little longer, the broker
+        goes away in a later answer, after the partitions moved. The answer's partitions already show the new
+        leaders and list the fenced broker as an offline replica; only the address book keeps it a moment.
+        """
+        now = time.monotonic()
+        return [b for n, b in self.brokers.items()
+                if n not in self.fenced_brokers or now - self.fenced_at.get(n, now - linger_s) < linger_s]
 
     def partitions(self) -> Iterator[tuple[TopicState, PartitionState]]:
         """Every partition with its topic, topics in creation order, partitions by index."""

@@ -1,9 +1,10 @@
 """Metadata · v0-12 · brokers, cluster id, controller, topics with partitions, leaders and epochs.
 
-Behaviour: every live (registered, unfenced) broker; per partition the leader, leader_epoch (v7+), replicas,
-ISR and offline replicas (the fenced ones); topic ids (v10+); a topic asked for by id alone (v12) is found by
-id. An unknown topic is created when the request allows it (v4+, else always) and
-`auto.create.topics.enable` is on, with `num.partitions`.
+Behaviour: every live (registered, unfenced) broker, and for FENCED_BROKER_LINGER_S a just-fenced one
+(`MetadataCache.listed_brokers`: librdkafka would otherwise drop the move of its partitions); per partition the
+leader, leader_epoch (v7+), replicas, ISR and offline replicas (the fenced ones); topic ids (v10+); a topic
+asked for by id alone (v12) is found by id. An unknown topic is created when the request allows it (v4+, else
+always) and `auto.create.topics.enable` is on, with `num.partitions`.
 Illegal names (characters, length, "." / "..") get INVALID_TOPIC_EXCEPTION.
 Version notes: v0 asks for all topics with an empty list, v1+ with null. Authorized operations are
 INT32_MIN unless asked for (-1 crashes kafka-python at v8-10); asked for, every operation is allowed (no ACLs).
@@ -30,6 +31,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 NO_OPERATIONS = -(2**31)
+# Longer than librdkafka's 1 s topic scan, after which a client that saw the broker go down asks again.
+FENCED_BROKER_LINGER_S = 2.0
 
 
 @handles(metadata.API, "0-12")
@@ -45,7 +48,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         topics = [await _requested_topic(broker, wanted, auto_create, include_ops) for wanted in request.topics]
     return Response(
         brokers=[ResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                 for b in cache.live_brokers.values()],
+                 for b in cache.listed_brokers(FENCED_BROKER_LINGER_S)],
         cluster_id=broker.cluster_id,
         controller_id=cache.controller_id,
         topics=topics,
