@@ -5,9 +5,10 @@ shared topic handlers in broker/handlers/), wakes brokers' long-polling metadata
 committed, and fences brokers whose heartbeats stop (`Controller.check_liveness`, on a timer).
 
 Fast failure detection: when the connection a broker heartbeats on closes (its process died: the kernel
-closes its sockets), the broker is fenced after two heartbeat intervals unless it heartbeats again on a new
-connection (`Controller.shorten_session`). So a SIGKILLed leader is replaced in well under a second, while a
-paused broker (SIGSTOP) or a network partition, which close nothing, still get the whole session timeout.
+closes its sockets), the broker is fenced two heartbeat intervals later (a timer, not the next liveness tick)
+unless it heartbeats again on a new connection (`Controller.shorten_session`). So a SIGKILLed leader is
+replaced in well under a second, while a paused broker (SIGSTOP) or a network partition, which close nothing,
+still get the whole session timeout.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class ControllerServer:
         self._appended = asyncio.Event()  # set (and replaced) on every commit: wakes metadata long polls
         self._liveness: asyncio.Task | None = None
         self._heartbeat_peers: dict[str, int] = {}  # connection (peer address) -> node id heartbeating on it
+        self._grace_timers: set[asyncio.TimerHandle] = set()  # liveness checks ending disconnect graces
         self.disconnect_grace_s = 2 * config.broker_heartbeat_interval_ms / 1000
 
     @property
@@ -71,6 +73,10 @@ class ControllerServer:
         node_id = self._heartbeat_peers.pop(peer, None)
         if node_id is not None and node_id not in self._heartbeat_peers.values():
             self.controller.shorten_session(node_id, self.disconnect_grace_s)
+            # Fence when the grace ends, not at the next liveness tick (up to LIVENESS_CHECK_INTERVAL_S later): a
+            # failover's clock. The margin puts the check past the shortened deadline (check_liveness is strict).
+            self._grace_timers.add(asyncio.get_running_loop().call_later(self.disconnect_grace_s + 0.005,
+                                                                         self._end_grace))
 
     def _on_commit(self, _records: list) -> None:
         self._appended.set()
@@ -86,12 +92,22 @@ class ControllerServer:
     async def _check_liveness(self) -> None:
         while True:
             await asyncio.sleep(LIVENESS_CHECK_INTERVAL_S)
-            try:
-                self.controller.check_liveness()
-            except Exception:  # a bug here must not stop fencing for good
-                log.exception("liveness check failed")
+            self._check_liveness_now()
+
+    def _end_grace(self) -> None:
+        now = asyncio.get_running_loop().time()
+        self._grace_timers = {t for t in self._grace_timers if t.when() > now}  # forget the ones that fired
+        self._check_liveness_now()
+
+    def _check_liveness_now(self) -> None:
+        try:
+            self.controller.check_liveness()
+        except Exception:  # a bug here must not stop fencing for good
+            log.exception("liveness check failed")
 
     async def stop(self) -> None:
+        for timer in self._grace_timers:
+            timer.cancel()
         if self._liveness is not None:
             self._liveness.cancel()
             with contextlib.suppress(asyncio.CancelledError):
