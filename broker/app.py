@@ -90,7 +90,7 @@ class Broker:
             return EmbeddedChannel(self.controller)
         from broker.controller.remote import RemoteChannel
 
-        return RemoteChannel(config, self.metadata, on_fatal=self._exit_fatally)
+        return RemoteChannel(config, self.metadata, self.faults, on_fatal=self._exit_fatally)
 
     async def start(self) -> Endpoint:
         """Start everything; returns the endpoint clients should use (with the real port if 0 was asked)."""

@@ -6,6 +6,7 @@ reconnect with backoff; a broker keeps serving what it knows while the controlle
 the controller if that lasts longer than its session.
 
 Rules:
+- `fault.metadata.paused` stops the metadata fetch (heartbeats go on): the broker acts on what it knew.
 - Records are applied in metadata-offset order, each exactly once; a gap or a bad batch drops the connection
   and the fetch resumes from the last applied offset.
 - A write returns once its effect is visible in this broker's `MetadataCache` (the fetch loop applies the
@@ -28,6 +29,7 @@ from broker.config import BrokerConfig
 from broker.controller import metadata_log
 from broker.controller.channel import OnRecords
 from broker.controller.controller import NewTopic, PartitionChangeResult, TopicResult
+from broker.faults import BrokerFaults
 from broker.metadata_cache import MetadataCache
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
@@ -50,6 +52,7 @@ CONNECT_TIMEOUT_S = 60.0  # a broker started before its controller waits this lo
 RETRY_BACKOFF_S = 0.2
 METADATA_MAX_WAIT_MS = 500
 APPLY_TIMEOUT_S = 10.0
+FAULT_CHECK_S = 0.1  # how often a paused metadata fetch (fault.metadata.paused) looks at the flag again
 DYNAMIC_TOPIC_CONFIG = 1  # CreateTopics config_source of a config set on the topic
 PLAINTEXT = 0
 
@@ -82,11 +85,13 @@ class _Link:
 
 
 class RemoteChannel:
-    def __init__(self, config: BrokerConfig, metadata: MetadataCache, on_fatal: Callable[[str], None]) -> None:
+    def __init__(self, config: BrokerConfig, metadata: MetadataCache, faults: BrokerFaults,
+                 on_fatal: Callable[[str], None]) -> None:
         host, _, port = config.controller_address.rpartition(":")
         self.node_id = config.node_id
         self.heartbeat_interval_s = config.broker_heartbeat_interval_ms / 1000
         self.metadata = metadata
+        self.faults = faults
         self.on_fatal = on_fatal
         self.controller_id = -1
         self._requests = _Link(host, int(port), f"broker-{config.node_id}")
@@ -124,6 +129,9 @@ class RemoteChannel:
 
     async def _fetch_loop(self) -> None:
         while True:
+            if self.faults.metadata_paused:
+                await asyncio.sleep(FAULT_CHECK_S)
+                continue
             try:
                 await self._fetch_once(METADATA_MAX_WAIT_MS)
             except (ConnectionError, KafkaError) as exc:
@@ -141,6 +149,8 @@ class RemoteChannel:
             topics=[fetch.REQUEST.FetchTopic(topic_id=metadata_log.METADATA_TOPIC_ID, partitions=[
                 fetch.REQUEST.FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 30)])])
         response = await self._fetches.call(fetch.API, request)
+        if self.faults.metadata_paused:  # set while this fetch waited: its answer is not applied either
+            return
         (answer,) = response.responses[0].partitions
         if answer.error_code != ErrorCode.NONE:
             raise KafkaError(f"metadata fetch from {offset}", ErrorCode(answer.error_code))

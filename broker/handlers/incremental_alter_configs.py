@@ -16,7 +16,13 @@ import sys
 from typing import Any
 
 from broker.dispatch import RequestContext, handles
-from broker.faults import HIGH_WATERMARK_HELD, POWER_LOSS, POWER_LOSS_EXIT_STATUS, REPLICATION_PAUSED
+from broker.faults import (
+    HIGH_WATERMARK_HELD,
+    METADATA_PAUSED,
+    POWER_LOSS,
+    POWER_LOSS_EXIT_STATUS,
+    REPLICATION_PAUSED,
+)
 from protocol.errors import ErrorCode
 from protocol.messages import incremental_alter_configs
 
@@ -28,7 +34,8 @@ Result = incremental_alter_configs.RESPONSE.AlterConfigsResourceResponse
 TOPIC, BROKER = 2, 4
 SET, DELETE = 0, 1
 # fault key -> BrokerFaults attribute
-BOOLEAN_FAULTS = {REPLICATION_PAUSED: "replication_paused", HIGH_WATERMARK_HELD: "high_watermark_held"}
+BOOLEAN_FAULTS = {REPLICATION_PAUSED: "replication_paused", HIGH_WATERMARK_HELD: "high_watermark_held",
+                  METADATA_PAUSED: "metadata_paused"}
 
 
 class _Rejected(Exception):
