@@ -3,6 +3,8 @@
 Behaviour: the broker's first listener is where clients and other brokers reach it. A different cluster id
 answers INCONSISTENT_CLUSTER_ID. Registration bumps the leader epoch of the partitions the broker leads
 (KIP-101's returning leader) and elects it where a partition waits for it (Controller.register_broker).
+The connection is noted as the broker's heartbeat connection (its heartbeats follow on it): if it closes, the
+broker's session is cut short (ControllerServer), also before its first heartbeat.
 Skipped: features (all brokers run this version), log dirs, ZooKeeper migration.
 """
 
@@ -27,4 +29,7 @@ def handle(context: RequestContext, request: Any) -> Any:
     listener = request.listeners[0]
     epoch = server.controller.register_broker(request.broker_id, request.incarnation_id, listener.host,
                                               listener.port, request.rack)
+    # A broker killed within its first heartbeat interval would otherwise keep its whole session (a failover of
+    # broker.session.timeout.ms instead of two heartbeat intervals).
+    server.note_heartbeat_connection(context.peer, request.broker_id)
     return Response(error_code=ErrorCode.NONE, broker_epoch=epoch)
