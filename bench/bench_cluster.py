@@ -3,18 +3,27 @@ starts them), measured with confluent-kafka. Ours only (Tansu runs a single node
 
 - start: launch of the controller to the ready line of the last broker (one sample per run);
 - failover: SIGKILL of the leader of an RF 3, min.insync.replicas 2 partition to the delivery of the first
-  acks=all record produced after the kill (one sample per run, each on a fresh cluster). The client retries
-  and reconnects every 20-100 ms, so this is the broker's time to fence the dead leader
-  (broker.session.timeout.ms, 1500 ms in the launcher's settings), elect a new one and have the client learn it;
+  acks=all record produced after the kill (one sample per run, each on a fresh cluster), with the launcher's
+  timings (heartbeats 200 ms, session 1500 ms). Broken down from the process logs: the controller fences the
+  dead broker two heartbeat intervals after its heartbeat connection closed, and the new leader takes over
+  (its "leading in epoch" line); the client learns the new leader when librdkafka asks again: its fast leader
+  query right after the disconnect still sees the old leader, so that is its 1 s topic scan (a partition whose
+  leader is down is re-queried once a second, not configurable), the first one after the fencing. The kill
+  comes right after the producer's first delivery, so that scan is about 1 s after the kill: the figure is
+  bounded below by it, whatever the cluster does under ~1 s. The producer retries and reconnects every
+  20-100 ms (FAILOVER_CLIENT) so that its backoff adds nothing to that;
 - acks=all throughput and latency at a fixed offered rate (10 MB/s of 1 KB records by default, over 3
-  partitions led by the 3 brokers) for about 10 s: each record's latency is produce() to its delivery callback.
+  partitions led by the 3 brokers) for about 10 s per run, after one delivery to each partition (connections
+  and metadata in place: steady state); each record's latency is produce() to its delivery callback, so it
+  includes librdkafka's linger.ms (5 ms, its default).
 """
-
 from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import functools
+import re
 import signal
 import statistics
 import tempfile
@@ -46,6 +55,20 @@ class FailoverRun:
     failover_s: float
     old_leader: int
     new_leader: int
+    fenced_s: float  # kill to the controller's "fencing broker" line (log clock, ms resolution)
+    leading_s: float  # kill to the new leader's "leading in epoch" line
+
+
+def _log_time_after(path: str, pattern: str, after: float) -> float:
+    """Seconds from `after` (time.time()) to the first line of the log at `path` matching `pattern` that is
+    stamped after it (logging's "%Y-%m-%d %H:%M:%S,mmm" local time); NaN if none."""
+    for line in Path(path).read_text(errors="replace").splitlines():
+        if re.search(pattern, line):
+            with contextlib.suppress(ValueError):
+                stamp = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                if stamp >= after - 0.001:
+                    return stamp - after
+    return float("nan")
 
 
 @dataclass
@@ -109,14 +132,16 @@ def failover_once(workdir: Path) -> FailoverRun:
         deliver_one(producer, topic)  # connected, metadata known
         old_leader = leader_of(producer, topic)
         victim = cluster.process(old_leader)
-        killed = time.perf_counter()
+        killed, killed_wall = time.perf_counter(), time.time()
         launcher.signal_process(victim, signal.SIGKILL)
         delivered = deliver_one(producer, topic)
         new_leader = leader_of(producer, topic)
         producer.flush(10)
+        fenced = _log_time_after(cluster.controller.log, f"fencing broker {old_leader} ", killed_wall)
+        leading = _log_time_after(cluster.process(new_leader).log, f"{topic}-0: leading in epoch", killed_wall)
     if new_leader == old_leader:
         raise RuntimeError(f"leader {old_leader} was killed but is still named leader")
-    return FailoverRun(start_s, delivered - killed, old_leader, new_leader)
+    return FailoverRun(start_s, delivered - killed, old_leader, new_leader, fenced, leading)
 
 
 def throughput_once(workdir: Path, rate_mb_s: float, seconds: float, size: int) -> ThroughputRun:
@@ -127,6 +152,9 @@ def throughput_once(workdir: Path, rate_mb_s: float, seconds: float, size: int) 
                              "queue.buffering.max.kbytes": 1024 * 1024, "log_level": 2})
         latencies: list[float] = []  # of the delivered records; the others count as failed
         value = b"v" * size
+        for partition in range(BROKERS):  # warm-up: connections to every leader, metadata known
+            producer.produce(topic, value, partition=partition)
+        producer.flush(30)
 
         def delivered(sent: float, err: KafkaError | None, _msg: Message) -> None:
             if err is None:
@@ -155,33 +183,50 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rate-mb", type=float, default=10.0, help="offered acks=all load, MB/s (default 10)")
     ap.add_argument("--seconds", type=float, default=10.0, help="length of the throughput run (default 10)")
     ap.add_argument("--size", type=int, default=1000, help="record value bytes (default 1000)")
+    ap.add_argument("--throughput-runs", type=int, default=3, help="fresh clusters for throughput (default 3)")
     args = ap.parse_args(argv)
+    if args.runs < 1 or args.throughput_runs < 1:
+        ap.error("--runs and --throughput-runs must be at least 1")
+    print(f"failover producer settings (retry and reconnect fast, so that client backoff adds nothing to the "
+          f"cluster's failover): {FAILOVER_CLIENT}", flush=True)
 
     failovers: list[FailoverRun] = []
+    loads: list[ThroughputRun] = []
     with tempfile.TemporaryDirectory(prefix="epoch-bench-cluster-") as tmp:
         for i in range(args.runs):
             run = failover_once(Path(tmp) / f"failover-{i}")
             print(f"run {i + 1}/{args.runs}: ready in {run.start_s:.2f} s, failover {run.failover_s * 1000:.0f} ms "
-                  f"(leader {run.old_leader} -> {run.new_leader})", flush=True)
+                  f"(leader {run.old_leader} -> {run.new_leader}; fenced after {run.fenced_s * 1000:.0f} ms, "
+                  f"new leader leading after {run.leading_s * 1000:.0f} ms)", flush=True)
             failovers.append(run)
-        load = throughput_once(Path(tmp) / "throughput", args.rate_mb, args.seconds, args.size)
-    print(f"throughput: {load.delivered_mb_s:.1f} MB/s delivered of {load.offered_mb_s:.1f} offered, "
-          f"p99 {load.p99_ms:.1f} ms, {load.errors} errors", flush=True)
+        for i in range(args.throughput_runs):
+            load = throughput_once(Path(tmp) / f"throughput-{i}", args.rate_mb, args.seconds, args.size)
+            print(f"throughput run {i + 1}/{args.throughput_runs}: {load.delivered_mb_s:.1f} MB/s delivered of "
+                  f"{load.offered_mb_s:.1f} offered, p50 {load.p50_ms:.1f} p99 {load.p99_ms:.1f} max "
+                  f"{load.max_ms:.1f} ms, {load.errors} errors", flush=True)
+            loads.append(load)
+
+    def ms(values: list[float]) -> str:
+        return fmt_spread([v * 1000 for v in values], 0)
 
     table = [
-        ["3 brokers + controller: launch to all ready (ms)", fmt_spread([r.start_s * 1000 for r in failovers], 0)],
-        ["failover: SIGKILL of the leader to the first acks=all delivery (ms)",
-         fmt_spread([r.failover_s * 1000 for r in failovers], 0)],
+        ["3 brokers + controller: launch to all ready (ms)", ms([r.start_s for r in failovers])],
+        ["failover: SIGKILL of the leader to the first acks=all delivery (ms)", ms([r.failover_s for r in failovers])],
+        ["  of which: SIGKILL to the dead leader fenced (controller log, ms)", ms([r.fenced_s for r in failovers])],
+        ["  of which: SIGKILL to the new leader leading (its log, ms)", ms([r.leading_s for r in failovers])],
         [f"acks=all RF 3, {args.size} B records: delivered MB/s (offered {args.rate_mb:g})",
-         f"{load.delivered_mb_s:.1f}"],
-        ["acks=all latency p50 / p99 / max (ms)", f"{load.p50_ms:.1f} / {load.p99_ms:.1f} / {load.max_ms:.1f}"],
-        ["acks=all records / failed deliveries", f"{load.records} / {load.errors}"],
+         fmt_spread([r.delivered_mb_s for r in loads], 1)],
+        ["acks=all latency p50 (ms)", fmt_spread([r.p50_ms for r in loads], 1)],
+        ["acks=all latency p99 (ms)", fmt_spread([r.p99_ms for r in loads], 1)],
+        ["acks=all latency max (ms)", fmt_spread([r.max_ms for r in loads], 1)],
+        ["acks=all records / failed deliveries (all runs)",
+         f"{sum(r.records for r in loads)} / {sum(r.errors for r in loads)}"],
     ]
     print_table(f"cluster (controller + {BROKERS} brokers on loopback), confluent-kafka; median (min-max) of "
-                f"{args.runs} runs for start and failover, one {args.seconds:g} s run for throughput",
-                ["metric", "ours"], table)
+                f"{args.runs} runs for start and failover, {args.throughput_runs} runs of {args.seconds:g} s for "
+                "throughput", ["metric", "ours"], table)
     path = write_results("bench_cluster", {"failover_runs": [asdict(r) for r in failovers],
-                                           "throughput": asdict(load), "table": table})
+                                           "throughput_runs": [asdict(r) for r in loads], "table": table})
     print(f"results: {path}")
 
 
