@@ -49,12 +49,19 @@ def batch(*values: bytes, **kwargs: Any) -> bytearray:
     return build_batch([(b"k", value, [], None) for value in values], **kwargs)
 
 
-async def produce_to(client: KafkaClient, topic: str, records: bytes | bytearray, *, partition: int = 0,
-                     acks: int = -1, version: int = 10, current_leader_epoch: int = -1) -> Any:
-    """One Produce request with one partition; returns that partition's response (None for acks=0)."""
+async def produce_request(client: KafkaClient, topic: str, records: bytes | bytearray, *, partition: int = 0,
+                          acks: int = -1, version: int = 10, current_leader_epoch: int = -1) -> Any:
+    """One Produce request with one partition; returns the whole response (None for acks=0)."""
     request = produce.REQUEST.cls(acks=acks, timeout_ms=5000, topic_data=[
         produce.REQUEST.TopicProduceData(name=topic, partition_data=[
             produce.REQUEST.PartitionProduceData(index=partition, records=records,
                                                  current_leader_epoch=current_leader_epoch)])])
-    response = await client.request(produce.API, version, request, expect_response=acks != 0)
+    return await client.request(produce.API, version, request, expect_response=acks != 0)
+
+
+async def produce_to(client: KafkaClient, topic: str, records: bytes | bytearray, *, partition: int = 0,
+                     acks: int = -1, version: int = 10, current_leader_epoch: int = -1) -> Any:
+    """`produce_request`; returns that partition's response (None for acks=0)."""
+    response = await produce_request(client, topic, records, partition=partition, acks=acks, version=version,
+                                     current_leader_epoch=current_leader_epoch)
     return None if response is None else response.responses[0].partition_responses[0]

@@ -4,6 +4,10 @@ A controller and N brokers run as a user runs them, through broker/launcher.py's
 `epoch-broker cluster` and `epoch-broker admin` use), on free loopback ports, with their data, logs and
 cluster.json under tmp_path/cluster. Processes are signalled and stopped by the pids in cluster.json: only
 those this harness started. Requests go through broker/admin.py's helpers and broker/client.py's KafkaClient.
+
+The helpers the cluster tests share live here too: creating a topic (and waiting for its leaders and ISRs),
+a partition's state as one broker or any running broker answers Metadata, exact requests (Produce,
+ListOffsets, Fetch, OffsetForLeaderEpoch), clearing a fault, and reading a replica's segment files.
 """
 
 from __future__ import annotations
@@ -12,15 +16,21 @@ import asyncio
 import contextlib
 import inspect
 import signal
+import struct
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from broker import admin, launcher
+from broker.admin import PartitionState
 from broker.client import KafkaClient
+from protocol.errors import ErrorCode
+from protocol.messages import create_topics, fetch, list_offsets, offset_for_leader_epoch
+from protocol.records import LOG_OVERHEAD, iter_batches, iter_records
+from tests.broker.conftest import batch, produce_to
 from tests.helpers import REPO, free_port
 
 T = TypeVar("T")
@@ -91,6 +101,14 @@ class Cluster:
         """Leader, leader epoch, replicas and ISR of every partition, from the first running broker."""
         return (await admin.fetch_metadata(admin.running_brokers(self.file))).partitions
 
+    async def metadata_of(self, node: int) -> admin.ClusterMetadata:
+        """Metadata v12 from one broker (its own cache), not from whichever answers first."""
+        return await admin.fetch_metadata([self.broker(node).address], timeout_s=3.0)
+
+    def log_text(self, node: int) -> str:
+        """The whole log (stdout and stderr) of one process, broker or controller."""
+        return Path(self.broker(node).log).read_text(errors="replace")
+
     def log_tails(self) -> str:
         return "\n".join(f"--- {spec.log} ---\n{launcher.log_tail(spec.log)}" for spec in self.file.processes)
 
@@ -116,3 +134,157 @@ def start_cluster(tmp_path: Path, brokers: int = 3, overrides: dict[str, Any] | 
                                       {key: str(value) for key, value in (overrides or {}).items()})
     launcher.start_cluster(processes, directory)
     return Cluster(directory, processes)
+
+
+# --- topics and partition state -------------------------------------------------------------------------------
+
+async def create_topic(cluster: Cluster, name: str, *, partitions: int = 1, assignments: list[list[int]] | None = None,
+                       replication_factor: int | None = None, configs: dict[str, str] | None = None,
+                       wait: bool = True) -> None:
+    """CreateTopics v7, sent to the first replica of partition 0 (broker 0 without an assignment).
+
+    Replicas: `assignments` (one replica list per partition, the first replica leads); or, with
+    `replication_factor`, `partitions` placed by the controller; or by default `partitions` on every broker,
+    rotated per partition (partition p on [p, p+1, ...] modulo the broker count) so that leaders spread.
+    With `wait`, returns once every partition is led by its first replica with all its replicas in the ISR (as
+    any running broker answers; with `replication_factor`: led by any broker with an ISR of that size)."""
+    brokers = sorted(spec.node_id for spec in cluster.file.brokers)
+    if replication_factor is not None:
+        assert assignments is None, "either assignments or replication_factor"
+        placed: list[list[int]] = []
+    elif assignments is not None:
+        placed, partitions = assignments, len(assignments)
+    else:
+        placed = [[brokers[(p + i) % len(brokers)] for i in range(len(brokers))] for p in range(partitions)]
+    request = create_topics.REQUEST.cls(timeout_ms=10000, topics=[create_topics.REQUEST.CreatableTopic(
+        name=name, num_partitions=-1 if placed else partitions,
+        replication_factor=-1 if placed else replication_factor,
+        assignments=[create_topics.REQUEST.CreatableReplicaAssignment(partition_index=p, broker_ids=replicas)
+                     for p, replicas in enumerate(placed)],
+        configs=[create_topics.REQUEST.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()])])
+    async with cluster.client(placed[0][0] if placed else brokers[0]) as client:
+        answer = await client.request(create_topics.API, 7, request)
+    assert answer.topics[0].error_code == ErrorCode.NONE, answer
+    if not wait:
+        return
+    for p in range(partitions):
+        leader, size = (placed[p][0], len(placed[p])) if placed else (None, replication_factor)
+        await wait_state(cluster, name, lambda s, leader=leader, size=size: len(s.isr) == size and (
+            s.leader == leader if leader is not None else s.leader >= 0),
+            partition=p, what=f"{name}-{p} led by {'a broker' if leader is None else leader} with an ISR of {size}")
+
+
+async def partition_state(cluster: Cluster, topic: str, partition: int = 0,
+                          accept: Callable[[PartitionState], bool] | None = None, *,
+                          node: int | None = None) -> PartitionState | None:
+    """`topic`-`partition` as broker `node` answers Metadata (by default: the first running broker that answers);
+    None when unknown there or when `accept` refuses it."""
+    partitions = (await cluster.metadata_of(node)).partitions if node is not None else await cluster.metadata()
+    state = partitions.get((topic, partition))
+    return state if state is not None and (accept is None or accept(state)) else None
+
+
+async def wait_state(cluster: Cluster, topic: str, accept: Callable[[PartitionState], bool], *, what: str,
+                     partition: int = 0, node: int | None = None, timeout: float = 10.0) -> PartitionState:
+    """Poll `partition_state` until `accept` takes it, and return it."""
+    return await wait_for(lambda: partition_state(cluster, topic, partition, accept, node=node), timeout=timeout,
+                          what=what)
+
+
+async def clear_fault(cluster: Cluster, node: int, key: str) -> None:
+    assert await admin.alter_faults(cluster.broker(node).address, node, {}, clear=[key]) == "applied"
+
+
+# --- exact requests (the answer of the one partition asked about) ---------------------------------------------
+
+LATEST, EARLIEST = -1, -2  # ListOffsets timestamps
+CONSUMER = -1  # the replica_id of a client's (not a broker's) request
+
+
+async def produce(cluster: Cluster, node: int, topic: str, *values: bytes, partition: int = 0, acks: int = -1,
+                  version: int = 10, current_leader_epoch: int = -1) -> Any:
+    """One batch of `values` to `node` in one Produce request (tests/broker/conftest.py's produce_to)."""
+    async with cluster.client(node) as client:
+        return await produce_to(client, topic, batch(*values), partition=partition, acks=acks, version=version,
+                                current_leader_epoch=current_leader_epoch)
+
+
+async def produce_offset(cluster: Cluster, node: int, topic: str, *values: bytes, acks: int = -1) -> int:
+    """`produce`, asserting that it succeeded; returns the batch's base offset."""
+    answer = await produce(cluster, node, topic, *values, acks=acks)
+    assert answer.error_code == ErrorCode.NONE, answer
+    return answer.base_offset
+
+
+async def list_offset(client: KafkaClient, topic: str, version: int, *, replica_id: int = CONSUMER,
+                      timestamp: int = LATEST, partition: int = 0, current_leader_epoch: int = -1) -> Any:
+    request = list_offsets.REQUEST.cls(replica_id=replica_id, isolation_level=0, topics=[
+        list_offsets.REQUEST.ListOffsetsTopic(name=topic, partitions=[list_offsets.REQUEST.ListOffsetsPartition(
+            partition_index=partition, current_leader_epoch=current_leader_epoch, timestamp=timestamp)])])
+    return (await client.request(list_offsets.API, version, request)).topics[0].partitions[0]
+
+
+async def fetch_request(client: KafkaClient, topic: str, *, version: int = 12, current_leader_epoch: int = -1,
+                        fetch_offset: int = 0, last_fetched_epoch: int = -1) -> Any:
+    """A consumer's Fetch of partition 0 (topic names, as kafka-python sends v12), without waiting."""
+    request = fetch.REQUEST.cls(
+        replica_id=CONSUMER, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
+        session_epoch=-1, forgotten_topics_data=[], rack_id="",
+        topics=[fetch.REQUEST.FetchTopic(topic=topic, partitions=[fetch.REQUEST.FetchPartition(
+            partition=0, current_leader_epoch=current_leader_epoch, fetch_offset=fetch_offset,
+            last_fetched_epoch=last_fetched_epoch, log_start_offset=-1, partition_max_bytes=1 << 20)])])
+    return (await client.request(fetch.API, version, request)).responses[0].partitions[0]
+
+
+async def offset_for_leader_epoch_request(client: KafkaClient, topic: str, *, version: int,
+                                          current_leader_epoch: int, leader_epoch: int) -> Any:
+    request = offset_for_leader_epoch.REQUEST.cls(replica_id=CONSUMER, topics=[
+        offset_for_leader_epoch.REQUEST.OffsetForLeaderTopic(topic=topic, partitions=[
+            offset_for_leader_epoch.REQUEST.OffsetForLeaderPartition(
+                partition=0, current_leader_epoch=current_leader_epoch, leader_epoch=leader_epoch)])])
+    return (await client.request(offset_for_leader_epoch.API, version, request)).topics[0].partitions[0]
+
+
+# --- a replica's segment files --------------------------------------------------------------------------------
+
+class DiskBatch(NamedTuple):
+    base_offset: int
+    last_offset: int
+    leader_epoch: int  # the batch's partition leader epoch
+    values: list[bytes | None]
+
+
+def partition_dir(cluster: Cluster, node: int, topic: str, partition: int = 0) -> Path:
+    return Path(cluster.broker(node).data_dir) / f"{topic}-{partition}"
+
+
+def segment_bytes(cluster: Cluster, node: int, topic: str, partition: int = 0) -> bytes:
+    """The partition's segment files, in offset order: every byte a restart would find."""
+    return b"".join(path.read_bytes() for path in sorted(partition_dir(cluster, node, topic, partition).glob("*.log")))
+
+
+def parse_batches(data: bytes) -> list[DiskBatch]:
+    """The whole batches in `data` (segment files or a Fetch answer's records); a batch still being written
+    ends it (the broker writes with pwrite, no user-space buffer: another process sees its writes at once)."""
+    end = 0
+    while end + LOG_OVERHEAD <= len(data):
+        (batch_length,) = _LENGTH.unpack_from(data, end + 8)
+        if batch_length <= 0 or end + LOG_OVERHEAD + batch_length > len(data):
+            break
+        end += LOG_OVERHEAD + batch_length
+    whole = data[:end]
+    return [DiskBatch(h.base_offset, h.base_offset + h.last_offset_delta, h.partition_leader_epoch,
+                      [r.value for r in iter_records(whole, position, h)]) for position, h in iter_batches(whole)]
+
+
+_LENGTH = struct.Struct(">i")  # a batch's length, after its base offset (8 bytes)
+
+
+def disk_batches(cluster: Cluster, node: int, topic: str, partition: int = 0) -> list[DiskBatch]:
+    """Every whole batch in a replica's segment files, read as another process sees them."""
+    return parse_batches(segment_bytes(cluster, node, topic, partition))
+
+
+def disk_log_end(cluster: Cluster, node: int, topic: str, partition: int = 0) -> int:
+    batches = disk_batches(cluster, node, topic, partition)
+    return batches[-1].last_offset + 1 if batches else 0
