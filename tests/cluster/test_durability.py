@@ -16,8 +16,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 from protocol.errors import ErrorCode
-from tests.cluster.support import Cluster, wait_for
-from tests.cluster.test_kip207 import create_topic, list_offset, partition_state
+from tests.cluster.support import Cluster, create_topic, list_offset, partition_state, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +76,7 @@ async def test_every_acknowledged_record_survives_three_leader_sigkills_once_and
     """acks=all with min.insync.replicas=2 and an idempotent producer: after three SIGKILL failovers (kill the
     leader, new leader in Metadata, restart, back in the ISR), every acknowledged record is consumed exactly
     once, at the offset it was acknowledged with, in order per partition, with nothing in between."""
-    await create_topic(cluster, TOPIC, PARTITIONS, **{"min.insync.replicas": "2"})
+    await create_topic(cluster, TOPIC, partitions=PARTITIONS, configs={"min.insync.replicas": "2"})
     writer = NumberedProducer(cluster.bootstrap)
     thread = threading.Thread(target=writer.run, name="numbered-producer")
     thread.start()

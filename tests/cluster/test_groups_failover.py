@@ -14,8 +14,7 @@ from confluent_kafka import Consumer, Producer
 
 from protocol.errors import ErrorCode
 from protocol.messages import find_coordinator, offset_fetch
-from tests.cluster.support import Cluster, wait_for
-from tests.cluster.test_kip207 import create_topic
+from tests.cluster.support import Cluster, create_topic, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +68,7 @@ async def test_a_group_keeps_its_committed_offsets_and_consumes_on_when_its_coor
         cluster: Cluster) -> None:
     """The coordinator moves with the leadership of the group's `__consumer_offsets` partition; the group's
     committed offsets and their leader epochs survive the SIGKILL of the old coordinator."""
-    await create_topic(cluster, TOPIC, PARTITIONS)
+    await create_topic(cluster, TOPIC, partitions=PARTITIONS)
     produce_numbered(cluster.bootstrap, 0, RECORDS // 2)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": GROUP, "auto.offset.reset": "earliest",
                          "enable.auto.commit": False, "session.timeout.ms": 6000})

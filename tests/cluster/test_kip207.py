@@ -10,67 +10,30 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from broker import admin
-from broker.admin import PartitionState
-from broker.client import KafkaClient
 from broker.faults import HIGH_WATERMARK_HELD, REPLICATION_PAUSED
 from protocol.errors import ErrorCode
-from protocol.messages import create_topics, list_offsets
 from tests.broker.conftest import batch, produce_to
-from tests.cluster.support import Cluster, wait_for
+from tests.cluster.support import (
+    EARLIEST,
+    Cluster,
+    clear_fault,
+    create_topic,
+    list_offset,
+    partition_state,
+    produce,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
-LATEST, EARLIEST = -1, -2
-CLIENT = -1  # replica_id of a consumer's ListOffsets
 # The ISR must not shrink while a follower is paused on purpose: only the election and the pause move things.
 NO_ISR_SHRINK = {"replica.lag.time.max.ms": 60000}
-
-
-async def create_topic(cluster: Cluster, name: str, partitions: int = 1, **configs: str) -> None:
-    """Replicas [0, 1, 2] for every partition (rotated per partition, so leaders spread), then ISR of 3."""
-    request = create_topics.REQUEST.cls(timeout_ms=10000, topics=[create_topics.REQUEST.CreatableTopic(
-        name=name, num_partitions=-1, replication_factor=-1,
-        assignments=[create_topics.REQUEST.CreatableReplicaAssignment(
-            partition_index=p, broker_ids=[(p + i) % 3 for i in range(3)]) for p in range(partitions)],
-        configs=[create_topics.REQUEST.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])])
-    async with cluster.client(0) as client:
-        answer = await client.request(create_topics.API, 7, request)
-    assert answer.topics[0].error_code == ErrorCode.NONE, answer
-    for p in range(partitions):
-        await wait_for(lambda p=p: partition_state(cluster, name, p, lambda s: len(s.isr) == 3 and s.leader == p),
-                       what=f"{name}-{p} led by {p} with an ISR of 3")
-
-
-async def partition_state(cluster: Cluster, topic: str, index: int,
-                          accept: Callable[[PartitionState], bool]) -> PartitionState | None:
-    state = (await cluster.metadata()).get((topic, index))
-    return state if state is not None and accept(state) else None
-
-
-async def list_offset(client: KafkaClient, topic: str, version: int, replica_id: int = CLIENT,
-                      timestamp: int = LATEST, partition: int = 0) -> Any:
-    """One partition of one ListOffsets request; returns that partition's answer."""
-    request = list_offsets.REQUEST.cls(replica_id=replica_id, isolation_level=0, topics=[
-        list_offsets.REQUEST.ListOffsetsTopic(name=topic, partitions=[
-            list_offsets.REQUEST.ListOffsetsPartition(partition_index=partition, timestamp=timestamp)])])
-    return (await client.request(list_offsets.API, version, request)).topics[0].partitions[0]
-
-
-async def produce(cluster: Cluster, node: int, topic: str, *values: bytes, acks: int = -1) -> Any:
-    async with cluster.client(node) as client:
-        return await produce_to(client, topic, batch(*values), acks=acks)
-
-
-async def clear_fault(cluster: Cluster, node: int, key: str) -> None:
-    assert await admin.alter_faults(cluster.broker(node).address, node, {}, clear=[key]) == "applied"
 
 
 @pytest.mark.cluster(overrides=NO_ISR_SHRINK)
@@ -226,7 +189,7 @@ async def test_acks_all_is_refused_with_two_of_three_brokers_down_and_succeeds_w
     """min.insync.replicas (docs/cluster.md, acks=all): with the ISR down to the leader, acks=all gets
     NOT_ENOUGH_REPLICAS (19) and nothing is appended, acks=1 succeeds; once the SIGKILLed followers are
     restarted and back in the ISR, acks=all succeeds again, from the internal client and from confluent-kafka."""
-    await create_topic(cluster, "guarded", **{"min.insync.replicas": "2"})
+    await create_topic(cluster, "guarded", configs={"min.insync.replicas": "2"})
     assert (await produce(cluster, 0, "guarded", b"a")).error_code == ErrorCode.NONE
     cluster.kill(1)
     cluster.kill(2)

@@ -14,24 +14,11 @@ import pytest
 
 from broker.faults import METADATA_PAUSED
 from protocol.errors import ErrorCode
-from protocol.messages import produce
-from tests.broker.conftest import batch
-from tests.cluster.support import Cluster, wait_for
-from tests.cluster.test_kip207 import clear_fault, create_topic, partition_state
-from tests.cluster.test_kip320 import disk_log_end, metadata_of
+from tests.broker.conftest import batch, produce_request
+from tests.cluster.support import Cluster, clear_fault, create_topic, disk_log_end, partition_state, produce, wait_for
 
 TOPIC = "guarded"
 OLD_LEADER, NEW_LEADER = 0, 1
-
-
-async def produce_with_epoch(cluster: Cluster, node: int, value: bytes, current_leader_epoch: int,
-                             version: int = 10) -> Any:
-    """One acks=1 Produce of one record to `node`, carrying `current_leader_epoch`; the whole response."""
-    request = produce.REQUEST
-    body = request.cls(acks=1, timeout_ms=5000, topic_data=[request.TopicProduceData(name=TOPIC, partition_data=[
-        request.PartitionProduceData(index=0, records=batch(value), current_leader_epoch=current_leader_epoch)])])
-    async with cluster.client(node) as client:
-        return await client.request(produce.API, version, body)
 
 
 @pytest.mark.cluster(brokers=3, overrides={"replica.lag.time.max.ms": 60000})
@@ -43,8 +30,8 @@ async def test_produce_with_a_stale_or_future_leader_epoch_is_refused_and_append
     state = await partition_state(cluster, TOPIC, 0, lambda s: s.leader == OLD_LEADER)
     assert state is not None
     old_epoch = state.leader_epoch
-    first = await produce_with_epoch(cluster, OLD_LEADER, b"before", old_epoch)
-    assert first.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+    first = await produce(cluster, OLD_LEADER, TOPIC, b"before", acks=1, current_leader_epoch=old_epoch)
+    assert first.error_code == ErrorCode.NONE
 
     assert await cluster.set_fault(OLD_LEADER, METADATA_PAUSED, "true") == "applied"
     assert await cluster.elect(TOPIC, 0, leader=NEW_LEADER) == "elected"
@@ -52,15 +39,15 @@ async def test_produce_with_a_stale_or_future_leader_epoch_is_refused_and_append
     await wait_for(lambda: _leads(cluster, NEW_LEADER, new_epoch), what="broker 1 leading in the next epoch")
     ends = {node: disk_log_end(cluster, node, TOPIC) for node in (OLD_LEADER, NEW_LEADER)}
 
-    behind = (await produce_with_epoch(cluster, NEW_LEADER, b"from the past", old_epoch)).responses[0]
-    assert behind.partition_responses[0].error_code == ErrorCode.FENCED_LEADER_EPOCH
-    ahead = (await produce_with_epoch(cluster, OLD_LEADER, b"from the future", new_epoch)).responses[0]
-    assert ahead.partition_responses[0].error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+    behind = await produce(cluster, NEW_LEADER, TOPIC, b"from the past", acks=1, current_leader_epoch=old_epoch)
+    assert behind.error_code == ErrorCode.FENCED_LEADER_EPOCH
+    ahead = await produce(cluster, OLD_LEADER, TOPIC, b"from the future", acks=1, current_leader_epoch=new_epoch)
+    assert ahead.error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
     assert {node: disk_log_end(cluster, node, TOPIC) for node in ends} == ends  # nothing appended anywhere
 
-    current = (await produce_with_epoch(cluster, NEW_LEADER, b"now", new_epoch)).responses[0]
-    assert current.partition_responses[0].error_code == ErrorCode.NONE
-    assert current.partition_responses[0].base_offset == ends[NEW_LEADER]
+    current = await produce(cluster, NEW_LEADER, TOPIC, b"now", acks=1, current_leader_epoch=new_epoch)
+    assert current.error_code == ErrorCode.NONE
+    assert current.base_offset == ends[NEW_LEADER]
 
     await clear_fault(cluster, OLD_LEADER, METADATA_PAUSED)
     redirected = await wait_for(lambda: _not_leader(cluster), what="broker 0 to learn it no longer leads")
@@ -72,11 +59,13 @@ async def test_produce_with_a_stale_or_future_leader_epoch_is_refused_and_append
 
 async def _leads(cluster: Cluster, node: int, epoch: int) -> bool:
     """Whether `node` itself (not just any broker) knows it leads in `epoch`."""
-    state = (await metadata_of(cluster, node)).partitions.get((TOPIC, 0))
+    state = await partition_state(cluster, TOPIC, node=node)
     return state is not None and (state.leader, state.leader_epoch) == (node, epoch)
 
 
 async def _not_leader(cluster: Cluster) -> Any:
-    response = await produce_with_epoch(cluster, OLD_LEADER, b"misdirected", -1)
+    """The whole response (KIP-951's node endpoints are outside the partition's answer)."""
+    async with cluster.client(OLD_LEADER) as client:
+        response = await produce_request(client, TOPIC, batch(b"misdirected"), acks=1)
     error = response.responses[0].partition_responses[0].error_code
     return response if error == ErrorCode.NOT_LEADER_OR_FOLLOWER else None
