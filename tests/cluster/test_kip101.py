@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,12 +20,22 @@ from broker.admin import PartitionState
 from broker.app import MAINTENANCE_INTERVAL_S
 from broker.faults import HIGH_WATERMARK_HELD, POWER_LOSS
 from protocol.errors import ErrorCode
-from protocol.messages import create_topics, fetch, metadata
-from protocol.records import BatchHeader, iter_batches, iter_records
+from protocol.messages import fetch, metadata
 from storage.leader_epoch import FILE_NAME as EPOCH_CHECKPOINT
 from storage.log_manager import HIGH_WATERMARK_FILE
-from tests.broker.conftest import batch, produce_to
-from tests.cluster.support import Cluster, wait_for
+from tests.cluster.support import (
+    Cluster,
+    DiskBatch,
+    create_topic,
+    disk_batches,
+    parse_batches,
+    partition_dir,
+    partition_state,
+    produce_offset,
+    segment_bytes,
+    wait_for,
+    wait_state,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -37,55 +46,6 @@ CHECKPOINT_WAIT_S = 2 * MAINTENANCE_INTERVAL_S + 2
 
 
 # --- helpers --------------------------------------------------------------------------------------------------
-
-async def create_topic(cluster: Cluster, name: str, replicas: list[int], **configs: str) -> None:
-    request = create_topics.REQUEST.cls(timeout_ms=10000, topics=[create_topics.REQUEST.CreatableTopic(
-        name=name, num_partitions=-1, replication_factor=-1,
-        assignments=[create_topics.REQUEST.CreatableReplicaAssignment(partition_index=0, broker_ids=replicas)],
-        configs=[create_topics.REQUEST.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])])
-    async with cluster.client(replicas[0]) as client:
-        answer = await client.request(create_topics.API, 7, request)
-    assert answer.topics[0].error_code == ErrorCode.NONE, answer
-
-
-async def partition_state(cluster: Cluster, topic: str) -> PartitionState | None:
-    return (await cluster.metadata()).get((topic, 0))
-
-
-async def wait_state(cluster: Cluster, topic: str, what: str, accept: Callable[[PartitionState], bool],
-                     timeout: float = 15.0) -> PartitionState:
-    async def check() -> PartitionState | None:
-        state = await partition_state(cluster, topic)
-        return state if state is not None and accept(state) else None
-    return await wait_for(check, timeout=timeout, what=what)
-
-
-async def produce(cluster: Cluster, node: int, topic: str, *values: bytes, acks: int = -1) -> int:
-    """One batch of `values` to `node`; returns its base offset."""
-    async with cluster.client(node) as client:
-        answer = await produce_to(client, topic, batch(*values), acks=acks)
-    assert answer.error_code == ErrorCode.NONE, answer
-    return answer.base_offset
-
-
-def partition_dir(cluster: Cluster, node: int, topic: str) -> Path:
-    return Path(cluster.broker(node).data_dir) / f"{topic}-0"
-
-
-def log_bytes(cluster: Cluster, node: int, topic: str) -> bytes:
-    """The partition's segment files, in offset order: every byte a restart would find."""
-    return b"".join(path.read_bytes() for path in sorted(partition_dir(cluster, node, topic).glob("*.log")))
-
-
-def batches(data: bytes) -> list[tuple[BatchHeader, list[bytes | None]]]:
-    return [(header, [r.value for r in iter_records(data, pos, header)]) for pos, header in iter_batches(data)]
-
-
-def on_disk(cluster: Cluster, node: int, topic: str) -> list[tuple[int, int, list[bytes | None]]]:
-    """(base offset, partition leader epoch, values) of every batch in the node's segment files."""
-    return [(h.base_offset, h.partition_leader_epoch, values)
-            for h, values in batches(log_bytes(cluster, node, topic))]
-
 
 def epoch_checkpoint(cluster: Cluster, node: int, topic: str) -> str:
     return (partition_dir(cluster, node, topic) / EPOCH_CHECKPOINT).read_text()
@@ -101,10 +61,6 @@ def checkpointed_high_watermark(cluster: Cluster, node: int, topic: str) -> int 
         if name == topic and partition == "0":
             return int(offset)
     return None
-
-
-def log_text(cluster: Cluster, node: int) -> str:
-    return Path(cluster.broker(node).log).read_text(errors="replace")
 
 
 def consume_all(address: str, topic: str, count: int, timeout_s: float = 15.0) -> list[Message]:
@@ -139,8 +95,9 @@ async def test_a_restarted_follower_that_never_learnt_the_high_watermark_keeps_m
     (OffsetsForLeaderEpoch) and, without an answer, keeps its log, so a committed m2 survives the leader's
     death and the follower's election."""
     topic = "kip101-scenario-1"
-    await create_topic(cluster, topic, [A, B])
-    await wait_state(cluster, topic, "leader A with ISR [A, B]", lambda s: s.leader == A and s.isr == (A, B))
+    await create_topic(cluster, topic, assignments=[[A, B]], wait=False)
+    await wait_state(cluster, topic, lambda s: s.leader == A and s.isr == (A, B), what="leader A with ISR [A, B]",
+                     timeout=15)
     old_epoch = (await partition_state(cluster, topic)).leader_epoch
 
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0})
@@ -162,19 +119,19 @@ async def test_a_restarted_follower_that_never_learnt_the_high_watermark_keeps_m
     cluster.pause(A)  # from here on B can never re-fetch m2 from A: what it keeps is what it kept
     cluster.kill(B)
     assert checkpointed_high_watermark(cluster, B, topic) == 1
-    assert [values for _, _, values in on_disk(cluster, B, topic)] == [[b"m1"], [b"m2"]]
+    assert [batch.values for batch in disk_batches(cluster, B, topic)] == [[b"m1"], [b"m2"]]
     cluster.restart(B)
     # Registered again in time: still in the ISR, so electable (a clean election) once A is gone.
     assert await partition_state(cluster, topic) == PartitionState(A, old_epoch, (A, B), (A, B))
     cluster.kill(A)  # SIGKILL of the stopped process
 
-    state = await wait_state(cluster, topic, "B elected once A is fenced", lambda s: s.leader == B,
+    state = await wait_state(cluster, topic, lambda s: s.leader == B, what="B elected once A is fenced",
                              timeout=4 * SCENARIO_1_HEARTBEAT_MS / 1000 + 10)
     assert state.leader_epoch > old_epoch and state.isr == (B,)
     # Old Kafka's follower would have cut its log to the high watermark (1) on restart and lost m2 for good.
     messages = consume_all(cluster.broker(B).address, topic, 2)
     assert [(m.offset(), m.value()) for m in messages] == [(0, b"m1"), (1, b"m2")]
-    assert "truncating" not in log_text(cluster, B)
+    assert "truncating" not in cluster.log_text(B)
 
 
 # --- scenario 2 -----------------------------------------------------------------------------------------------
@@ -188,41 +145,46 @@ async def test_after_both_replicas_crash_the_follower_truncates_exactly_the_orph
     leader-epoch checkpoints end identical."""
     topic = "kip101-scenario-2"
     # flush.messages=3: a batch of three records is fsynced (recovery point 3), the next batch of two is not.
-    await create_topic(cluster, topic, [A, B], **{"flush.messages": "3", "min.insync.replicas": "1"})
-    await wait_state(cluster, topic, "leader A with ISR [A, B]", lambda s: s.leader == A and s.isr == (A, B))
+    await create_topic(cluster, topic, assignments=[[A, B]],
+                       configs={"flush.messages": "3", "min.insync.replicas": "1"}, wait=False)
+    await wait_state(cluster, topic, lambda s: s.leader == A and s.isr == (A, B), what="leader A with ISR [A, B]",
+                     timeout=15)
     old_epoch = (await partition_state(cluster, topic)).leader_epoch
 
-    assert await produce(cluster, A, topic, b"m0", b"m1", b"m2") == 0
-    assert await produce(cluster, A, topic, b"m3", b"m4") == 3  # acks=all: B has them too
+    assert await produce_offset(cluster, A, topic, b"m0", b"m1", b"m2") == 0
+    assert await produce_offset(cluster, A, topic, b"m3", b"m4") == 3  # acks=all: B has them too
     await wait_for(lambda: checkpointed_high_watermark(cluster, B, topic) == 5, timeout=CHECKPOINT_WAIT_S,
                    what="B's replication-offset-checkpoint at 5")
 
     cluster.kill(B)
-    await wait_state(cluster, topic, "B fenced out of the ISR", lambda s: s.isr == (A,),
+    await wait_state(cluster, topic, lambda s: s.isr == (A,), what="B fenced out of the ISR",
                      timeout=SESSION_TIMEOUT_S + 10)
     assert await cluster.set_fault(A, POWER_LOSS, "1") == "connection closed"
     assert launcher.wait_exit(cluster.broker(A), 10)
-    assert on_disk(cluster, A, topic) == [(0, old_epoch, [b"m0", b"m1", b"m2"])]  # the unflushed tail is gone
-    assert on_disk(cluster, B, topic) == [(0, old_epoch, [b"m0", b"m1", b"m2"]), (3, old_epoch, [b"m3", b"m4"])]
+    assert disk_batches(cluster, A, topic) == [DiskBatch(0, 2, old_epoch, [b"m0", b"m1", b"m2"])]  # tail gone
+    assert disk_batches(cluster, B, topic) == [DiskBatch(0, 2, old_epoch, [b"m0", b"m1", b"m2"]),
+                                               DiskBatch(3, 4, old_epoch, [b"m3", b"m4"])]
     assert checkpointed_high_watermark(cluster, B, topic) == 5
 
     cluster.restart(A)  # the last ISR member comes back: elected in a new epoch
-    state = await wait_state(cluster, topic, "A leader again", lambda s: s.leader == A and s.leader_epoch > old_epoch)
+    state = await wait_state(cluster, topic, lambda s: s.leader == A and s.leader_epoch > old_epoch,
+                             what="A leader again", timeout=15)
     new_epoch = state.leader_epoch
-    assert await produce(cluster, A, topic, b"n3", b"n4") == 3  # the same offsets as B's orphans, a new epoch
+    assert await produce_offset(cluster, A, topic, b"n3", b"n4") == 3  # the same offsets as B's orphans, a new epoch
 
     cluster.restart(B)
-    await wait_state(cluster, topic, "B back in the ISR", lambda s: s.isr == (A, B))
-    await wait_for(lambda: log_bytes(cluster, B, topic) == log_bytes(cluster, A, topic), what="identical logs")
+    await wait_state(cluster, topic, lambda s: s.isr == (A, B), what="B back in the ISR", timeout=15)
+    await wait_for(lambda: segment_bytes(cluster, B, topic) == segment_bytes(cluster, A, topic),
+                   what="identical logs")
 
-    expected = [(0, old_epoch, [b"m0", b"m1", b"m2"]), (3, new_epoch, [b"n3", b"n4"])]
-    assert on_disk(cluster, A, topic) == on_disk(cluster, B, topic) == expected
+    expected = [DiskBatch(0, 2, old_epoch, [b"m0", b"m1", b"m2"]), DiskBatch(3, 4, new_epoch, [b"n3", b"n4"])]
+    assert disk_batches(cluster, A, topic) == disk_batches(cluster, B, topic) == expected
     assert epoch_checkpoint(cluster, A, topic) == epoch_checkpoint(cluster, B, topic) == \
         f"0\n2\n{old_epoch} 0\n{new_epoch} 3\n"
     # Epoch `old_epoch` ends at 3 on the leader: B cut 5 -> 3 although its high watermark was 5 (old Kafka
     # kept everything up to its high watermark, and both logs would have held different records at 3 and 4).
     truncations = re.findall(rf"{topic}-0: truncating from (\d+) to (\d+) \(leader epoch (\d+) ends at (\d+)\)",
-                             log_text(cluster, B))
+                             cluster.log_text(B))
     assert truncations == [("5", "3", str(old_epoch), "3")]
 
 
@@ -235,14 +197,15 @@ async def test_a_leader_restarted_without_an_election_starts_a_new_epoch_at_its_
     leader-epoch-checkpoint and stamps the new epoch on the batches it writes from then on."""
     topic = "kip101-returning-leader"
     x = 1
-    await create_topic(cluster, topic, [x])
-    before = await wait_state(cluster, topic, "leader X", lambda s: s.leader == x)
+    await create_topic(cluster, topic, assignments=[[x]], wait=False)
+    before = await wait_state(cluster, topic, lambda s: s.leader == x, what="leader X", timeout=15)
     for values in ([b"a"], [b"b", b"c"], [b"d"]):
-        await produce(cluster, x, topic, *values, acks=1)
+        await produce_offset(cluster, x, topic, *values, acks=1)
     log_end = 4
 
     cluster.restart(x, hard=True)  # SIGKILL and start again, well within the session: no election happens
-    after = await wait_state(cluster, topic, "a new leader epoch", lambda s: s.leader_epoch != before.leader_epoch)
+    after = await wait_state(cluster, topic, lambda s: s.leader_epoch != before.leader_epoch,
+                             what="a new leader epoch", timeout=15)
     assert (after.leader, after.isr) == (x, (x,))
     assert after.leader_epoch == before.leader_epoch + 1  # one bump, from the registration
     async with cluster.client(x) as client:
@@ -251,7 +214,7 @@ async def test_a_leader_restarted_without_an_election_starts_a_new_epoch_at_its_
     assert response.topics[0].partitions[0].leader_epoch == after.leader_epoch
     assert epoch_checkpoint(cluster, x, topic) == f"0\n2\n{before.leader_epoch} 0\n{after.leader_epoch} {log_end}\n"
 
-    assert await produce(cluster, x, topic, b"e", acks=1) == log_end
+    assert await produce_offset(cluster, x, topic, b"e", acks=1) == log_end
     async with cluster.client(x) as client:
         response = await client.request(fetch.API, 12, fetch.REQUEST.cls(
             max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, session_id=0, session_epoch=-1, forgotten_topics_data=[],
@@ -259,6 +222,6 @@ async def test_a_leader_restarted_without_an_election_starts_a_new_epoch_at_its_
                 partition=0, current_leader_epoch=after.leader_epoch, fetch_offset=0, partition_max_bytes=1 << 20)])]))
     answer = response.responses[0].partitions[0]
     assert answer.error_code == ErrorCode.NONE and answer.high_watermark == log_end + 1
-    assert [(h.base_offset, h.partition_leader_epoch, values) for h, values in batches(bytes(answer.records))] == [
-        (0, before.leader_epoch, [b"a"]), (1, before.leader_epoch, [b"b", b"c"]), (3, before.leader_epoch, [b"d"]),
-        (log_end, after.leader_epoch, [b"e"])]
+    assert parse_batches(bytes(answer.records)) == [
+        DiskBatch(0, 0, before.leader_epoch, [b"a"]), DiskBatch(1, 2, before.leader_epoch, [b"b", b"c"]),
+        DiskBatch(3, 3, before.leader_epoch, [b"d"]), DiskBatch(log_end, log_end, after.leader_epoch, [b"e"])]

@@ -17,11 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
-import struct
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,10 +27,21 @@ from broker import admin
 from broker.client import KafkaClient
 from broker.faults import REPLICATION_PAUSED
 from protocol.errors import ErrorCode
-from protocol.messages import create_topics, fetch, list_offsets, metadata, offset_for_leader_epoch, produce
+from protocol.messages import fetch, metadata
 from protocol.records import iter_batches
-from tests.broker.conftest import batch
-from tests.cluster.support import Cluster, start_cluster, wait_for
+from tests.cluster.support import (
+    Cluster,
+    create_topic,
+    disk_batches,
+    disk_log_end,
+    fetch_request,
+    list_offset,
+    offset_for_leader_epoch_request,
+    partition_state,
+    produce,
+    start_cluster,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -44,108 +52,17 @@ NONE, FENCED, UNKNOWN, NOT_LEADER = (ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPO
 
 # --- helpers ------------------------------------------------------------------------------------------------
 
-async def create_topic(cluster: Cluster, name: str, assignments: list[list[int]],
-                       configs: dict[str, str] | None = None) -> None:
-    """A topic with explicit replica assignments (the first replica of each partition leads it)."""
-    request = create_topics.REQUEST.cls(timeout_ms=10000, topics=[create_topics.REQUEST.CreatableTopic(
-        name=name, num_partitions=-1, replication_factor=-1,
-        assignments=[create_topics.REQUEST.CreatableReplicaAssignment(partition_index=i, broker_ids=replicas)
-                     for i, replicas in enumerate(assignments)],
-        configs=[create_topics.REQUEST.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()])])
-    async with cluster.client(0) as client:
-        answer = await client.request(create_topics.API, 7, request)
-    assert answer.topics[0].error_code == NONE, answer
-
-
-async def produce_to(cluster: Cluster, node: int, topic: str, count: int, acks: int) -> Any:
-    """`count` records in one batch to `topic`-0 on `node`; the partition's answer."""
-    records = batch(*(f"{topic}-{i}".encode() for i in range(count)))
-    request = produce.REQUEST.cls(acks=acks, timeout_ms=5000, topic_data=[produce.REQUEST.TopicProduceData(
-        name=topic, partition_data=[produce.REQUEST.PartitionProduceData(index=0, records=records)])])
-    async with cluster.client(node) as client:
-        return (await client.request(produce.API, 9, request)).responses[0].partition_responses[0]
-
-
-async def metadata_of(cluster: Cluster, node: int) -> admin.ClusterMetadata:
-    """Metadata v12 from one broker (its own cache), not from whichever answers first."""
-    return await admin.fetch_metadata([cluster.broker(node).address], timeout_s=3.0)
+async def produce_numbered(cluster: Cluster, node: int, topic: str, count: int, acks: int) -> Any:
+    """`count` records ("<topic>-<i>") in one batch to `topic`-0 on `node` (Produce v9); the partition's answer."""
+    return await produce(cluster, node, topic, *(f"{topic}-{i}".encode() for i in range(count)), acks=acks,
+                         version=9)
 
 
 async def high_watermark(cluster: Cluster, node: int, topic: str) -> int:
     """ListOffsets LATEST on `node` as a consumer: the leader's high watermark (-1 on an error)."""
     async with cluster.client(node) as client:
-        answer = await list_offsets_request(client, 4, topic, -1, -1)
+        answer = await list_offset(client, topic, 4)
     return answer.offset if answer.error_code == NONE else -1
-
-
-@dataclasses.dataclass(frozen=True)
-class DiskBatch:
-    base_offset: int
-    last_offset: int
-    leader_epoch: int
-
-
-def disk_batches(cluster: Cluster, node: int, topic: str, partition: int = 0) -> list[DiskBatch]:
-    """The whole batches in a replica's segment files, read as another process sees them (the broker writes
-    with pwrite, no user-space buffer); a batch still being written ends the segment."""
-    directory = Path(cluster.broker(node).data_dir) / f"{topic}-{partition}"
-    found = []
-    for name in sorted(os.listdir(directory)) if directory.is_dir() else []:
-        if not name.endswith(".log"):
-            continue
-        data = (directory / name).read_bytes()
-        position = 0
-        while position + _BATCH_PREFIX.size + 4 <= len(data):
-            base_offset, batch_length, leader_epoch = _BATCH_PREFIX.unpack_from(data, position)
-            size = batch_length + 12  # the base offset and length fields come before batch_length's count
-            if batch_length <= 0 or position + size > len(data):
-                break
-            (last_offset_delta,) = struct.unpack_from(">i", data, position + _LAST_OFFSET_DELTA_AT)
-            found.append(DiskBatch(base_offset, base_offset + last_offset_delta, leader_epoch))
-            position += size
-    return found
-
-
-_BATCH_PREFIX = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
-_LAST_OFFSET_DELTA_AT = 23  # after magic (1), crc (4) and attributes (2)
-
-
-def disk_log_end(cluster: Cluster, node: int, topic: str) -> int:
-    batches = disk_batches(cluster, node, topic)
-    return batches[-1].last_offset + 1 if batches else 0
-
-
-def process_log(cluster: Cluster, node: int) -> str:
-    return Path(cluster.broker(node).log).read_text(errors="replace")
-
-
-# --- exact requests -----------------------------------------------------------------------------------------
-
-async def fetch_request(client: KafkaClient, version: int, topic: str, current_leader_epoch: int) -> Any:
-    request = fetch.REQUEST.cls(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
-        session_epoch=-1, forgotten_topics_data=[], rack_id="",
-        topics=[fetch.REQUEST.FetchTopic(topic=topic, partitions=[fetch.REQUEST.FetchPartition(
-            partition=0, current_leader_epoch=current_leader_epoch, fetch_offset=0, last_fetched_epoch=-1,
-            log_start_offset=-1, partition_max_bytes=1 << 20)])])
-    return (await client.request(fetch.API, version, request)).responses[0].partitions[0]
-
-
-async def list_offsets_request(client: KafkaClient, version: int, topic: str, current_leader_epoch: int,
-                               timestamp: int) -> Any:
-    request = list_offsets.REQUEST.cls(replica_id=-1, isolation_level=0, topics=[
-        list_offsets.REQUEST.ListOffsetsTopic(name=topic, partitions=[list_offsets.REQUEST.ListOffsetsPartition(
-            partition_index=0, current_leader_epoch=current_leader_epoch, timestamp=timestamp)])])
-    return (await client.request(list_offsets.API, version, request)).topics[0].partitions[0]
-
-
-async def offset_for_leader_epoch_request(client: KafkaClient, version: int, topic: str, current_leader_epoch: int,
-                                          leader_epoch: int) -> Any:
-    request = offset_for_leader_epoch.REQUEST.cls(replica_id=-1, topics=[
-        offset_for_leader_epoch.REQUEST.OffsetForLeaderTopic(topic=topic, partitions=[
-            offset_for_leader_epoch.REQUEST.OffsetForLeaderPartition(
-                partition=0, current_leader_epoch=current_leader_epoch, leader_epoch=leader_epoch)])])
-    return (await client.request(offset_for_leader_epoch.API, version, request)).topics[0].partitions[0]
 
 
 # --- 5. the fencing matrix ----------------------------------------------------------------------------------
@@ -164,27 +81,23 @@ class MatrixSetup:
 
 
 async def _prepare_matrix(cluster: Cluster) -> MatrixSetup:
-    await create_topic(cluster, MATRIX_TOPIC, [[0, 1]], {"min.insync.replicas": "2"})
-    await wait_for(lambda: _state_on(cluster, 0, MATRIX_TOPIC, lambda s: s.isr == (0, 1)), what="ISR [0, 1]")
-    assert (await produce_to(cluster, 0, MATRIX_TOPIC, MATRIX_RECORDS, acks=-1)).error_code == NONE
+    await create_topic(cluster, MATRIX_TOPIC, assignments=[[0, 1]], configs={"min.insync.replicas": "2"}, wait=False)
+    await wait_for(lambda: partition_state(cluster, MATRIX_TOPIC, 0, lambda s: s.isr == (0, 1), node=0),
+                   what="ISR [0, 1]")
+    assert (await produce_numbered(cluster, 0, MATRIX_TOPIC, MATRIX_RECORDS, acks=-1)).error_code == NONE
     # An election round trip: the leader is broker 0 again, in epoch 2, and epoch 1 is a real past epoch.
-    epoch = (await _state_on(cluster, 0, MATRIX_TOPIC, lambda s: True)).leader_epoch
+    epoch = (await partition_state(cluster, MATRIX_TOPIC, node=0)).leader_epoch
     for target in (1, 0):
         assert await cluster.elect(MATRIX_TOPIC, 0, leader=target) == "elected"
         epoch += 1
         for node in (0, 1):  # both brokers' caches (and partitions) are in the new epoch
-            await wait_for(lambda n=node, t=target, e=epoch: _state_on(
-                cluster, n, MATRIX_TOPIC, lambda s: (s.leader, s.leader_epoch, set(s.isr)) == (t, e, {0, 1})),
+            await wait_for(lambda n=node, t=target, e=epoch: partition_state(
+                cluster, MATRIX_TOPIC, 0, lambda s: (s.leader, s.leader_epoch, set(s.isr)) == (t, e, {0, 1}), node=n),
                 what=f"leader {target} in epoch {epoch} on broker {node}")
     assert epoch >= 1
     # KIP-207: the leader serves offsets once its high watermark reached its log end at election.
     await wait_for(lambda: _latest_offset_is(cluster, 0, MATRIX_RECORDS), what="the leader's offsets available")
     return MatrixSetup(cluster, leader=0, follower=1, epoch=epoch)
-
-
-async def _state_on(cluster: Cluster, node: int, topic: str, accept: Any) -> admin.PartitionState | None:
-    state = (await metadata_of(cluster, node)).partitions.get((topic, 0))
-    return state if state is not None and accept(state) else None
 
 
 async def _latest_offset_is(cluster: Cluster, node: int, offset: int) -> bool:
@@ -230,7 +143,7 @@ async def test_current_leader_epoch_is_checked_before_leadership_as_kafka_does(
     expected = EXPECTED[(role, which)]
     async with matrix.cluster.client(node) as client:
         if api.startswith("Fetch"):
-            answer = await fetch_request(client, FETCH_VERSION, MATRIX_TOPIC, current)
+            answer = await fetch_request(client, MATRIX_TOPIC, version=FETCH_VERSION, current_leader_epoch=current)
             assert ErrorCode(answer.error_code) == expected, answer
             if expected == NONE:
                 assert answer.high_watermark == MATRIX_RECORDS
@@ -240,15 +153,16 @@ async def test_current_leader_epoch_is_checked_before_leadership_as_kafka_does(
                 assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (matrix.leader, e)
                 assert not answer.records
         elif api.startswith("ListOffsets"):
-            answer = await list_offsets_request(client, LIST_OFFSETS_VERSION, MATRIX_TOPIC, current, -1)
+            answer = await list_offset(client, MATRIX_TOPIC, LIST_OFFSETS_VERSION, current_leader_epoch=current)
             assert ErrorCode(answer.error_code) == expected, answer
             if expected == NONE:
                 assert (answer.offset, answer.leader_epoch) == (MATRIX_RECORDS, e)
             else:
                 assert answer.offset == -1
         else:
-            answer = await offset_for_leader_epoch_request(client, OFFSET_FOR_LEADER_EPOCH_VERSION, MATRIX_TOPIC,
-                                                           current, e)
+            answer = await offset_for_leader_epoch_request(
+                client, MATRIX_TOPIC, version=OFFSET_FOR_LEADER_EPOCH_VERSION, current_leader_epoch=current,
+                leader_epoch=e)
             assert ErrorCode(answer.error_code) == expected, answer
             if expected == NONE:  # the current epoch ends at the log end
                 assert (answer.leader_epoch, answer.end_offset) == (e, MATRIX_RECORDS)
@@ -294,14 +208,9 @@ MONOTONIC_TOPIC = "rotating"
 async def _elect_and_wait(cluster: Cluster, partition: int, target: int | None = None) -> admin.PartitionState:
     before = (await cluster.metadata())[(MONOTONIC_TOPIC, partition)]
     assert await cluster.elect(MONOTONIC_TOPIC, partition, leader=target) == "elected"
-    return await wait_for(lambda: _partition_state(cluster, partition, lambda s: s.leader_epoch > before.leader_epoch
-                                                   and s.leader != before.leader),
+    return await wait_for(lambda: partition_state(cluster, MONOTONIC_TOPIC, partition, lambda s: s.leader_epoch >
+                                                  before.leader_epoch and s.leader != before.leader),
                           what=f"{MONOTONIC_TOPIC}-{partition} elected away from {before.leader}")
-
-
-async def _partition_state(cluster: Cluster, partition: int, accept: Any) -> admin.PartitionState | None:
-    state = (await cluster.metadata()).get((MONOTONIC_TOPIC, partition))
-    return state if state is not None and accept(state) else None
 
 
 async def test_every_brokers_metadata_never_answers_an_older_leader_epoch_through_elections_and_a_restart(
@@ -310,9 +219,10 @@ async def test_every_brokers_metadata_never_answers_an_older_leader_epoch_throug
     move forward in its metadata cache, and a restarted broker serves only once it has caught up with the
     metadata log), through clean elections that rotate leadership, a SIGKILL of a leader and its restart."""
     partitions = 2
-    await create_topic(cluster, MONOTONIC_TOPIC, [[0, 1, 2], [1, 2, 0]])
+    await create_topic(cluster, MONOTONIC_TOPIC, assignments=[[0, 1, 2], [1, 2, 0]], wait=False)
     for p in range(partitions):
-        await wait_for(lambda p=p: _partition_state(cluster, p, lambda s: len(s.isr) == 3), what=f"ISR of 3 ({p})")
+        await wait_for(lambda p=p: partition_state(cluster, MONOTONIC_TOPIC, p, lambda s: len(s.isr) == 3),
+                       what=f"ISR of 3 ({p})")
     watchers = [EpochWatcher(cluster, node) for node in range(3)]
     # After each step: the epochs every running broker must have answered (each watcher is waited for).
     checkpoints: list[tuple[set[int], dict[int, int]]] = []
@@ -334,14 +244,14 @@ async def test_every_brokers_metadata_never_answers_an_older_leader_epoch_throug
         victim = (await cluster.metadata())[(MONOTONIC_TOPIC, 0)].leader
         cluster.kill(victim)
         for p in range(partitions):
-            await wait_for(lambda p=p: _partition_state(cluster, p, lambda s: s.leader not in (victim, -1)
-                                                        and victim not in s.isr),
+            await wait_for(lambda p=p: partition_state(cluster, MONOTONIC_TOPIC, p, lambda s: s.leader not in
+                                                       (victim, -1) and victim not in s.isr),
                            what=f"partition {p} led and in sync without broker {victim}")
         await settle({0, 1, 2} - {victim})
         cluster.restart(victim)
         for p in range(partitions):
-            await wait_for(lambda p=p: _partition_state(cluster, p, lambda s: victim in s.isr), timeout=15,
-                           what=f"broker {victim} back in the ISR of partition {p}")
+            await wait_for(lambda p=p: partition_state(cluster, MONOTONIC_TOPIC, p, lambda s: victim in s.isr),
+                           timeout=15, what=f"broker {victim} back in the ISR of partition {p}")
         await settle({0, 1, 2})
         for p in range(partitions):  # leadership back to the restarted broker, then on again
             await _elect_and_wait(cluster, p, victim)
@@ -385,7 +295,7 @@ class IsrWatcher:
     async def _run(self, cluster: Cluster, node: int, topic: str) -> None:
         while True:
             with contextlib.suppress(admin.AdminError):
-                answer = await metadata_of(cluster, node)
+                answer = await cluster.metadata_of(node)
                 state = answer.partitions.get((topic, 0))
                 if state is not None:
                     self.snapshots.append(Snapshot(time.monotonic(), node, state, frozenset(answer.brokers)))
@@ -407,14 +317,16 @@ async def test_a_paused_follower_is_fenced_truncated_and_let_back_into_the_isr_o
     KIP-101) and catches up, and it is never in the ISR while fenced nor before its log equals the leader's.
     (replica.lag.time.max.ms is long so that the lag rule never removes anyone: only fencing does.)"""
     old_leader, new_leader, zombie = 0, 1, 2
-    await create_topic(cluster, ZOMBIE_TOPIC, [[old_leader, new_leader, zombie]], {"min.insync.replicas": "2"})
-    start = await wait_for(lambda: _zombie_state(cluster, old_leader, lambda s: len(s.isr) == 3), what="ISR of 3")
+    await create_topic(cluster, ZOMBIE_TOPIC, assignments=[[old_leader, new_leader, zombie]],
+                       configs={"min.insync.replicas": "2"}, wait=False)
+    start = await wait_for(lambda: partition_state(cluster, ZOMBIE_TOPIC, 0, lambda s: len(s.isr) == 3,
+                                                   node=old_leader), what="ISR of 3")
     old_epoch = start.leader_epoch
-    assert (await produce_to(cluster, old_leader, ZOMBIE_TOPIC, 5, acks=-1)).error_code == NONE  # offsets 0-4
+    assert (await produce_numbered(cluster, old_leader, ZOMBIE_TOPIC, 5, acks=-1)).error_code == NONE  # 0-4
 
     # A tail only the old leader and the zombie have: the new leader's replication is paused meanwhile.
     assert await cluster.set_fault(new_leader, REPLICATION_PAUSED, "true") == "applied"
-    tail = await produce_to(cluster, old_leader, ZOMBIE_TOPIC, 3, acks=1)  # offsets 5-7, uncommitted
+    tail = await produce_numbered(cluster, old_leader, ZOMBIE_TOPIC, 3, acks=1)  # offsets 5-7, uncommitted
     assert (tail.error_code, tail.base_offset) == (NONE, 5)
     await wait_for(lambda: disk_log_end(cluster, zombie, ZOMBIE_TOPIC) == 8, what="the zombie has the tail")
     assert disk_log_end(cluster, new_leader, ZOMBIE_TOPIC) == 5
@@ -429,23 +341,25 @@ async def test_a_paused_follower_is_fenced_truncated_and_let_back_into_the_isr_o
         fenced_at = time.monotonic()
         # The controller fenced it for its silence, one session after its last heartbeat, not earlier.
         assert fenced_at - paused_at >= SESSION_TIMEOUT_MS / 1000 - 0.5
-        assert f"fencing broker {zombie} (no heartbeat for {SESSION_TIMEOUT_MS} ms)" in cluster_log(cluster)
+        assert f"fencing broker {zombie} (no heartbeat for {SESSION_TIMEOUT_MS} ms)" in \
+            cluster.log_text(cluster.file.controller.node_id)
         assert fenced.leader == old_leader and fenced.leader_epoch == old_epoch  # a follower: no new epoch
 
         assert await cluster.elect(ZOMBIE_TOPIC, 0, leader=new_leader) == "elected"
         new_epoch = old_epoch + 1
         for node in (old_leader, new_leader):
-            await wait_for(lambda n=node: _zombie_state(cluster, n, lambda s: (s.leader, s.leader_epoch, set(s.isr))
-                                                        == (new_leader, new_epoch, {old_leader, new_leader})),
+            await wait_for(lambda n=node: partition_state(cluster, ZOMBIE_TOPIC, 0, lambda s: (
+                s.leader, s.leader_epoch, set(s.isr)) == (new_leader, new_epoch, {old_leader, new_leader}), node=n),
                            what=f"broker {node} knows leader {new_leader} in epoch {new_epoch}")
         assert await cluster.set_fault(new_leader, REPLICATION_PAUSED, "false") == "applied"
 
         # Writes in the new epoch, committed by the ISR (new leader and old leader) while the zombie sleeps.
-        written = await produce_to(cluster, new_leader, ZOMBIE_TOPIC, 6, acks=-1)
+        written = await produce_numbered(cluster, new_leader, ZOMBIE_TOPIC, 6, acks=-1)
         assert (written.error_code, written.base_offset) == (NONE, 5)  # the old tail was never committed
         assert await high_watermark(cluster, new_leader, ZOMBIE_TOPIC) == 11
         assert disk_log_end(cluster, zombie, ZOMBIE_TOPIC) == 8  # still the stale tail, of the old epoch
-        assert disk_batches(cluster, zombie, ZOMBIE_TOPIC)[-1] == DiskBatch(5, 7, old_epoch)
+        stale = disk_batches(cluster, zombie, ZOMBIE_TOPIC)[-1]
+        assert (stale.base_offset, stale.last_offset, stale.leader_epoch) == (5, 7, old_epoch)
 
         # The fetch the zombie would send the new leader (its old epoch, from its stale log end) is fenced and
         # moves neither the high watermark nor the ISR.
@@ -461,13 +375,14 @@ async def test_a_paused_follower_is_fenced_truncated_and_let_back_into_the_isr_o
         assert (answer.current_leader.leader_id, answer.current_leader.leader_epoch) == (new_leader, new_epoch)
         assert await high_watermark(cluster, new_leader, ZOMBIE_TOPIC) == 11
         leader_batches = disk_batches(cluster, new_leader, ZOMBIE_TOPIC)
-        assert leader_batches[-1] == DiskBatch(5, 10, new_epoch)
+        written_batch = leader_batches[-1]
+        assert (written_batch.base_offset, written_batch.last_offset, written_batch.leader_epoch) == (5, 10, new_epoch)
 
         resumed_at = time.monotonic()
         cluster.resume(zombie)
 
         async def back_in_sync() -> bool:
-            state = await _zombie_state(cluster, new_leader, lambda s: True)
+            state = await partition_state(cluster, ZOMBIE_TOPIC, node=new_leader)
             if state is None or zombie not in state.isr:
                 return False
             # Read after the Metadata answer: had it joined earlier than this, its log could only be shorter.
@@ -476,7 +391,8 @@ async def test_a_paused_follower_is_fenced_truncated_and_let_back_into_the_isr_o
 
         await wait_for(back_in_sync, timeout=15, what=f"broker {zombie} back in the ISR")
         rejoined_at = time.monotonic()
-        await wait_for(lambda: _zombie_state(cluster, old_leader, lambda s: zombie in s.isr), what="ISR on broker 0")
+        await wait_for(lambda: partition_state(cluster, ZOMBIE_TOPIC, 0, lambda s: zombie in s.isr, node=old_leader),
+                       what="ISR on broker 0")
     finally:
         await watcher.stop()
 
@@ -498,27 +414,20 @@ async def test_a_paused_follower_is_fenced_truncated_and_let_back_into_the_isr_o
     # metadata hands the partition over, a race; the answering broker logs every fenced replica fetch.)
     fenced_fetch = (f"{ZOMBIE_TOPIC}-0: Fetch from replica {zombie} in leader epoch {old_epoch} fenced "
                     f"(the partition is in epoch {new_epoch})")
-    assert fenced_fetch in process_log(cluster, old_leader), process_log(cluster, old_leader)[-3000:]
-    zombie_log = process_log(cluster, zombie)
+    assert fenced_fetch in cluster.log_text(old_leader), cluster.log_text(old_leader)[-3000:]
+    zombie_log = cluster.log_text(zombie)
     truncation = f"{ZOMBIE_TOPIC}-0: truncating from 8 to 5 (leader epoch {old_epoch} ends at 5)"
     assert truncation in zombie_log, zombie_log[-3000:]
-
-
-async def _zombie_state(cluster: Cluster, node: int, accept: Any) -> admin.PartitionState | None:
-    return await _state_on(cluster, node, ZOMBIE_TOPIC, accept)
 
 
 async def _fenced_on_both(cluster: Cluster, zombie: int) -> admin.PartitionState | None:
     """The partition's state once both running brokers list the zombie neither as live nor in the ISR."""
     states = []
     for node in (0, 1):
-        answer = await metadata_of(cluster, node)
+        answer = await cluster.metadata_of(node)
         state = answer.partitions[(ZOMBIE_TOPIC, 0)]
         if zombie in answer.brokers or zombie in state.isr:
             return None
         states.append(state)
     return states[0]
 
-
-def cluster_log(cluster: Cluster) -> str:
-    return Path(cluster.file.controller.log).read_text(errors="replace")

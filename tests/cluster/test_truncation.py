@@ -50,10 +50,17 @@ from kafka.errors import LogTruncationError
 
 from broker.faults import REPLICATION_PAUSED
 from protocol.errors import ErrorCode
-from protocol.messages import fetch, offset_for_leader_epoch
-from tests.cluster.support import Cluster
-from tests.cluster.test_kip101 import create_topic, log_text, on_disk, produce, wait_state
-from tests.cluster.test_kip207 import clear_fault
+from tests.cluster.support import (
+    Cluster,
+    DiskBatch,
+    clear_fault,
+    create_topic,
+    disk_batches,
+    fetch_request,
+    offset_for_leader_epoch_request,
+    produce_offset,
+    wait_state,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -75,13 +82,15 @@ class Epochs:
 
 async def write_with_an_unreplicated_tail(cluster: Cluster) -> int:
     """m1..m3 on both replicas, m4..m6 on A alone, ISR [A] so that the high watermark is 6. Returns e0."""
-    await create_topic(cluster, TOPIC, [A, B], **{"unclean.leader.election.enable": "true"})
-    state = await wait_state(cluster, TOPIC, "leader A with ISR [A, B]", lambda s: s.leader == A and s.isr == (A, B))
-    assert await produce(cluster, A, TOPIC, *OLD[:KEPT]) == 0  # acks=all: B has them
+    await create_topic(cluster, TOPIC, assignments=[[A, B]], configs={"unclean.leader.election.enable": "true"},
+                       wait=False)
+    state = await wait_state(cluster, TOPIC, lambda s: s.leader == A and s.isr == (A, B),
+                             what="leader A with ISR [A, B]", timeout=15)
+    assert await produce_offset(cluster, A, TOPIC, *OLD[:KEPT]) == 0  # acks=all: B has them
     assert await cluster.set_fault(B, REPLICATION_PAUSED, "true") == "applied"
-    assert await produce(cluster, A, TOPIC, *OLD[KEPT:], acks=1) == KEPT
+    assert await produce_offset(cluster, A, TOPIC, *OLD[KEPT:], acks=1) == KEPT
     # B stops fetching: after replica.lag.time.max.ms (2 s) A shrinks the ISR to itself and its HW reaches 6.
-    await wait_state(cluster, TOPIC, "ISR [A]", lambda s: s.isr == (A,))
+    await wait_state(cluster, TOPIC, lambda s: s.isr == (A,), what="ISR [A]", timeout=15)
     return state.leader_epoch
 
 
@@ -90,47 +99,31 @@ async def elect_b_uncleanly(cluster: Cluster, old_epoch: int) -> Epochs:
     two ways a client can find the divergence (OffsetForLeaderEpoch, DivergingEpoch in Fetch) are checked."""
     assert await cluster.elect(TOPIC, 0, leader=B, unclean=True) == "elected"
     # ISR [B] at first; A (whose fetchers were never paused) may be back in it by the time this looks.
-    state = await wait_state(cluster, TOPIC, "B leads in a new epoch",
-                             lambda s: s.leader == B and s.leader_epoch == old_epoch + 1)
+    state = await wait_state(cluster, TOPIC, lambda s: s.leader == B and s.leader_epoch == old_epoch + 1,
+                             what="B leads in a new epoch", timeout=15)
     epochs = Epochs(old_epoch, state.leader_epoch)
     await clear_fault(cluster, B, REPLICATION_PAUSED)  # B leads now: nothing to fetch, the cluster is back to normal
-    await wait_for_disk(cluster, A, [(0, old_epoch, OLD[:KEPT])], "A truncated to 3")
-    assert re.findall(rf"{TOPIC}-0: truncating from (\d+) to (\d+)", log_text(cluster, A)) == [("6", "3")]
-    assert await produce(cluster, B, TOPIC, *NEW, acks=1) == KEPT
+    await wait_for_disk(cluster, A, [DiskBatch(0, KEPT - 1, old_epoch, OLD[:KEPT])], "A truncated to 3")
+    assert re.findall(rf"{TOPIC}-0: truncating from (\d+) to (\d+)", cluster.log_text(A)) == [("6", "3")]
+    assert await produce_offset(cluster, B, TOPIC, *NEW, acks=1) == KEPT
 
     async with cluster.client(B) as client:
-        answer = await offset_for_leader_epoch_request(client, epochs.new, epochs.old)
+        answer = await offset_for_leader_epoch_request(client, TOPIC, version=4, current_leader_epoch=epochs.new,
+                                                       leader_epoch=epochs.old)
         assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (ErrorCode.NONE, epochs.old, KEPT)
-        answer = await fetch_request(client, epochs.new, fetch_offset=len(OLD), last_fetched_epoch=epochs.old)
+        # Fetch v12 as kafka-python sends it (topic names, last_fetched_epoch).
+        answer = await fetch_request(client, TOPIC, current_leader_epoch=epochs.new, fetch_offset=len(OLD),
+                                     last_fetched_epoch=epochs.old)
         assert answer.error_code == ErrorCode.NONE
         assert (answer.diverging_epoch.epoch, answer.diverging_epoch.end_offset) == (epochs.old, KEPT)
     return epochs
 
 
-async def wait_for_disk(cluster: Cluster, node: int, expected: list[tuple[int, int, list[bytes]]], what: str) -> None:
+async def wait_for_disk(cluster: Cluster, node: int, expected: list[DiskBatch], what: str) -> None:
     deadline = time.monotonic() + 10
-    while (found := on_disk(cluster, node, TOPIC)) != expected:
+    while (found := disk_batches(cluster, node, TOPIC)) != expected:
         assert time.monotonic() < deadline, f"{what}: {found}"
         await asyncio.sleep(0.05)
-
-
-async def offset_for_leader_epoch_request(client: Any, current_leader_epoch: int, leader_epoch: int) -> Any:
-    request = offset_for_leader_epoch.REQUEST.cls(replica_id=-1, topics=[
-        offset_for_leader_epoch.REQUEST.OffsetForLeaderTopic(topic=TOPIC, partitions=[
-            offset_for_leader_epoch.REQUEST.OffsetForLeaderPartition(
-                partition=0, current_leader_epoch=current_leader_epoch, leader_epoch=leader_epoch)])])
-    return (await client.request(offset_for_leader_epoch.API, 4, request)).topics[0].partitions[0]
-
-
-async def fetch_request(client: Any, current_leader_epoch: int, fetch_offset: int, last_fetched_epoch: int) -> Any:
-    """Fetch v12 as kafka-python sends it (topic names, last_fetched_epoch)."""
-    request = fetch.REQUEST.cls(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
-        session_epoch=-1, forgotten_topics_data=[], rack_id="",
-        topics=[fetch.REQUEST.FetchTopic(topic=TOPIC, partitions=[fetch.REQUEST.FetchPartition(
-            partition=0, current_leader_epoch=current_leader_epoch, fetch_offset=fetch_offset,
-            last_fetched_epoch=last_fetched_epoch, log_start_offset=-1, partition_max_bytes=1 << 20)])])
-    return (await client.request(fetch.API, 12, request)).responses[0].partitions[0]
 
 
 def old_records(epoch: int) -> list[tuple[int, bytes, int]]:
