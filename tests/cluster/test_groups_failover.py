@@ -52,13 +52,20 @@ async def coordinator_of(cluster: Cluster, node: int) -> int:
 
 
 async def committed(cluster: Cluster, node: int) -> dict[int, tuple[int, int]]:
-    """partition -> (committed offset, committed leader epoch), asked of the group's coordinator."""
+    """partition -> (committed offset, committed leader epoch), asked of the group's coordinator; waits while
+    it is still loading the group (COORDINATOR_LOAD_IN_PROGRESS, which clients retry)."""
+    return await wait_for(lambda: _committed_once(cluster, node), what=f"committed offsets from node {node}")
+
+
+async def _committed_once(cluster: Cluster, node: int) -> dict[int, tuple[int, int]] | None:
     request = offset_fetch.REQUEST
     async with cluster.client(node) as client:
         answer = await client.request(offset_fetch.API, 8, request.cls(groups=[request.OffsetFetchRequestGroup(
             group_id=GROUP, topics=[request.OffsetFetchRequestTopics(
                 name=TOPIC, partition_indexes=list(range(PARTITIONS)))])]))
     (group,) = answer.groups
+    if group.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+        return None
     assert group.error_code == ErrorCode.NONE, group
     return {p.partition_index: (p.committed_offset, p.committed_leader_epoch)
             for t in group.topics for p in t.partitions}
