@@ -1,0 +1,58 @@
+"""Topic administration in a cluster, on real processes, through a stock admin client: brokers forward
+CreateTopics, CreatePartitions and DeleteTopics to the controller (Metadata names the answering broker as the
+controller, as KRaft brokers do), replicas are spread over the brokers, and a deleted topic's logs go from every
+broker that hosted them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from tests.cluster.support import Cluster, partition_dir, produce, wait_for, wait_state
+
+TOPIC = "spread"
+
+
+def admin_call(futures: dict) -> None:
+    for future in futures.values():
+        assert future.result(15) is None
+
+
+async def test_topics_are_spread_grown_and_deleted_on_every_broker_through_a_stock_admin_client(
+        cluster: Cluster) -> None:
+    """CreateTopics with a replication factor spreads replicas and leaders over the brokers; CreatePartitions
+    adds partitions that get leaders; DeleteTopics removes the topic from the metadata and its logs from every
+    broker."""
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin_call(client.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)]))
+    for partition in range(3):
+        await wait_state(cluster, TOPIC, lambda s: len(s.isr) == 3, partition=partition,
+                         what=f"{TOPIC}-{partition} with an ISR of 3")
+    states = await cluster.metadata()
+    assert Counter(states[(TOPIC, p)].leader for p in range(3)) == Counter({0: 1, 1: 1, 2: 1})
+    assert all(sorted(states[(TOPIC, p)].replicas) == [0, 1, 2] for p in range(3))
+    for partition in range(3):
+        leader = states[(TOPIC, partition)].leader
+        answer = await produce(cluster, leader, TOPIC, b"x", partition=partition)
+        assert answer.error_code == 0, answer
+
+    admin_call(client.create_partitions([NewPartitions(TOPIC, 5)]))
+    for partition in (3, 4):
+        state = await wait_state(cluster, TOPIC, lambda s: s.leader >= 0 and len(s.isr) == 3, partition=partition,
+                                 what=f"new partition {TOPIC}-{partition} led with an ISR of 3")
+        assert sorted(state.replicas) == [0, 1, 2]
+
+    hosted = [partition_dir(cluster, node, TOPIC, p) for node in range(3) for p in range(5)]
+    assert all(path.is_dir() for path in hosted)
+    admin_call(client.delete_topics([TOPIC]))
+    await wait_for(lambda: _gone(cluster), what="the topic gone from every broker's metadata")
+    await wait_for(lambda: not any(path.exists() for path in hosted), what="every replica's log deleted")
+
+
+async def _gone(cluster: Cluster) -> bool:
+    for node in range(3):
+        if any(topic == TOPIC for topic, _ in (await cluster.metadata_of(node)).partitions):
+            return False
+    return True
