@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from broker.faults import HIGH_WATERMARK_HELD, REPLICATION_PAUSED
+from broker.handlers.list_offsets import DEBUGGING
 from protocol.errors import ErrorCode
 from tests.broker.conftest import batch, produce_to
 from tests.cluster.support import (
@@ -77,6 +78,14 @@ async def test_a_new_leader_behind_on_its_high_watermark_refuses_client_offsets_
             assert (version, replica.error_code) == (version, ErrorCode.NONE)
             assert replica.offset == 5, replica  # the log end: the new leader has all 5 records
         assert (await list_offset(new_leader, "kip207", 7, replica_id=0)).error_code == ErrorCode.NONE
+        debugging = await list_offset(new_leader, "kip207", 7, replica_id=DEBUGGING)
+        assert (debugging.error_code, debugging.offset) == (ErrorCode.NONE, 5)  # Kafka's -2: not a consumer
+    async with cluster.client(2) as paused_follower:  # -2 reads a follower's own log, after the epoch check
+        follower_log = await list_offset(paused_follower, "kip207", 7, replica_id=DEBUGGING)
+        assert (follower_log.error_code, follower_log.offset) == (ErrorCode.NONE, 5)
+        consumer = await list_offset(paused_follower, "kip207", 7)
+        assert consumer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    async with cluster.client(1) as new_leader:
 
         # Broker 2 fetches again: the high watermark reaches 5 and clients get it, never anything lower.
         await clear_fault(cluster, 2, REPLICATION_PAUSED)
