@@ -10,7 +10,8 @@ Rules:
 - Records are applied in metadata-offset order, each exactly once; a gap or a bad batch drops the connection
   and the fetch resumes from the last applied offset.
 - A write returns once its effect is visible in this broker's `MetadataCache` (the fetch loop applies the
-  controller's commit within one long poll), so the handler that asked can answer from the cache.
+  controller's commit within one long poll), so the handler that asked can answer from the cache. A write
+  that meets a closed connection is sent again on a new one (`_write`): a controller restart is not an error.
 - STALE_BROKER_EPOCH on a heartbeat (another process registered as this node) and a failure to apply a record
   (a bug: the broker's state would no longer follow the controller) are fatal: `on_fatal` is called with the
   reason (the broker exits; Kafka's does too).
@@ -52,6 +53,7 @@ CONNECT_TIMEOUT_S = 60.0  # a broker started before its controller waits this lo
 RETRY_BACKOFF_S = 0.2
 METADATA_MAX_WAIT_MS = 500
 APPLY_TIMEOUT_S = 10.0
+WRITE_RETRY_S = 10.0  # how long a write waits for an unreachable controller (a restart takes about a second)
 FAULT_CHECK_S = 0.1  # how often a paused metadata fetch (fault.metadata.paused) looks at the flag again
 DYNAMIC_TOPIC_CONFIG = 1  # CreateTopics config_source of a config set on the topic
 PLAINTEXT = 0
@@ -179,6 +181,19 @@ class RemoteChannel:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._applied.wait(), remaining)
 
+    async def _write(self, api: Api, body: Any, version: int | None = None) -> Any:
+        """A request that changes metadata: a lost connection (the controller restarting) is retried on a new one
+        for up to WRITE_RETRY_S, as clients retry NOT_CONTROLLER; then ConnectionError."""
+        deadline = asyncio.get_running_loop().time() + WRITE_RETRY_S
+        while True:
+            try:
+                return await self._requests.call(api, body, version)
+            except ConnectionError as exc:
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise
+                log.info("%s to the controller failed (%s): retrying", api.name, exc)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+
     # -- registration and heartbeats ------------------------------------------------------------------
 
     async def register(self, node_id: int, incarnation_id: bytes, host: str, port: int,
@@ -188,7 +203,7 @@ class RemoteChannel:
             listeners=[broker_registration.REQUEST.Listener(name="PLAINTEXT", host=host, port=port,
                                                             security_protocol=PLAINTEXT)],
             rack=rack)
-        response = await self._requests.call(broker_registration.API, request)
+        response = await self._write(broker_registration.API, request)
         if response.error_code != ErrorCode.NONE:
             raise KafkaError(f"registration of node {node_id} refused", ErrorCode(response.error_code))
         epoch = response.broker_epoch
@@ -241,7 +256,7 @@ class RemoteChannel:
                   assignments=[Assignment(partition_index=p, broker_ids=r) for p, r in t.assignments.items()],
                   configs=[Config(name=k, value=v) for k, v in t.configs.items()])
             for t in topics])
-        response = await self._requests.call(create_topics.API, request)
+        response = await self._write(create_topics.API, request)
         results = [
             TopicResult(r.name, ErrorCode(r.error_code), r.error_message, r.topic_id, r.num_partitions,
                         r.replication_factor,
@@ -256,7 +271,7 @@ class RemoteChannel:
         Topic = delete_topics.REQUEST.DeleteTopicState
         request = delete_topics.REQUEST.cls(topics=[Topic(name=n, topic_id=i or bytes(16)) for n, i in topics],
                                             topic_names=[n for n, _ in topics if n is not None])
-        response = await self._requests.call(delete_topics.API, request)
+        response = await self._write(delete_topics.API, request)
         results = [(r.name, r.topic_id, ErrorCode(r.error_code)) for r in response.responses]
         deleted = [i for _, i, e in results if e == ErrorCode.NONE]
         await self._until(lambda: not any(i in self.metadata.topics_by_id for i in deleted), "topic deletion")
@@ -269,7 +284,7 @@ class RemoteChannel:
         request = create_partitions.REQUEST.cls(validate_only=validate_only, topics=[Topic(
             name=name, count=count,
             assignments=None if assignments is None else [Assignment(broker_ids=a) for a in assignments])])
-        (result,) = (await self._requests.call(create_partitions.API, request)).results
+        (result,) = (await self._write(create_partitions.API, request)).results
         error = ErrorCode(result.error_code)
         if error == ErrorCode.NONE and not validate_only:
             topics = self.metadata.topics_by_name
@@ -277,7 +292,7 @@ class RemoteChannel:
         return error, result.error_message
 
     async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:
-        response = await self._requests.call(allocate_producer_ids.API, allocate_producer_ids.REQUEST.cls(
+        response = await self._write(allocate_producer_ids.API, allocate_producer_ids.REQUEST.cls(
             broker_id=node_id, broker_epoch=broker_epoch))
         if response.error_code != ErrorCode.NONE:
             raise KafkaError("producer ids refused", ErrorCode(response.error_code))
@@ -291,7 +306,7 @@ class RemoteChannel:
             topic_id=topic_id, partitions=[request.PartitionData(
                 partition_index=partition, leader_epoch=leader_epoch, partition_epoch=partition_epoch,
                 new_isr_with_epochs=[request.BrokerState(broker_id=b) for b in new_isr])])])
-        response = await self._requests.call(alter_partition.API, body, version=3)
+        response = await self._write(alter_partition.API, body, version=3)
         if response.error_code != ErrorCode.NONE:
             return PartitionChangeResult(ErrorCode(response.error_code))
         (answer,) = response.topics[0].partitions
@@ -313,7 +328,7 @@ class RemoteChannel:
             election_type=1 if unclean else 0, target_leader=target_leader,
             topic_partitions=None if partitions is None else [Topic(topic=t, partitions=p)
                                                               for t, p in by_topic.items()])
-        response = await self._requests.call(elect_leaders.API, request, version=2)
+        response = await self._write(elect_leaders.API, request, version=2)
         return [(r.topic, p.partition_id, ErrorCode(p.error_code), p.error_message)
                 for r in response.replica_election_results for p in r.partition_result]
 
