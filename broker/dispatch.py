@@ -9,7 +9,9 @@ Rules:
   response is due (Produce with acks=0). It may be a coroutine function when it has to wait (long-poll
   Fetch, acks=all, group joins); state is mutated on the event loop between awaits.
 - `Dispatcher.handle_frame` turns one request frame into the response parts (bytes and, for Fetch, file
-  slices sent with sendfile). Malformed input that cannot be answered raises `CloseConnection`.
+  slices sent with sendfile). Malformed input that cannot be answered raises `CloseConnection`. A handler
+  that meets a KafkaError from below (the controller refusing, a storage error) or an unreachable controller
+  (ConnectionError) gets an answer with that code (REQUEST_TIMED_OUT for the latter) in every error field.
 - Fault hooks (`FaultHooks`) sit in the product, not in tests: a drill can make an API answer an error, delay
   it, or drop the connection, per API key, without any test-only branch in the handlers.
 """
@@ -25,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from protocol.framing import frame_size_prefix
 from protocol.headers import decode_request_header, encode_response_header, peek_request
 from protocol.schema import Api, DecodeError, Field, UnsupportedVersionError
@@ -220,10 +222,17 @@ class Dispatcher:
                 response = error_response(api, request, rule.error)
                 return self.encode(api, context, response)
 
-        if registration.is_async:
-            response = await registration.handler(context, request)
-        else:
-            response = registration.handler(context, request)
+        try:
+            if registration.is_async:
+                response = await registration.handler(context, request)
+            else:
+                response = registration.handler(context, request)
+        except KafkaError as exc:  # a layer below refused (the controller, a log): answered, not dropped
+            log.warning("%s from %s answered %s: %s", api.name, peer, exc.code.name, exc)
+            response = error_response(api, request, exc.code)
+        except ConnectionError as exc:  # the controller is unreachable: what Kafka answers a forward timeout
+            log.warning("%s from %s answered REQUEST_TIMED_OUT: %s", api.name, peer, exc)
+            response = error_response(api, request, ErrorCode.REQUEST_TIMED_OUT)
         if response is None:
             return None
         return self.encode(api, context, response)

@@ -291,3 +291,20 @@ async def test_consumer_offsets_is_made_by_the_first_find_coordinator_and_reload
         assert again.group_coordinator.owned == {0, 1, 2}
     finally:
         await again.stop()
+
+
+async def test_an_unreachable_controller_is_answered_with_request_timed_out_not_a_closed_connection(
+        broker: Any, client: KafkaClient) -> None:
+    """A request the broker forwards to the controller is answered with REQUEST_TIMED_OUT when the controller
+    cannot be reached (as Kafka answers a forwarding timeout), and the connection stays usable."""
+
+    async def unreachable(*_: Any) -> Any:
+        raise ConnectionError("controller 127.0.0.1:1: connection refused")
+
+    broker.channel.create_topics = unreachable
+    request = create_topics.REQUEST.cls(topics=[create_topics.REQUEST.CreatableTopic(
+        name="unplaced", num_partitions=1, replication_factor=1)])
+    response = await client.request(create_topics.API, 7, request)
+    assert [(t.name, t.error_code) for t in response.topics] == [("unplaced", ErrorCode.REQUEST_TIMED_OUT)]
+    answer = await client.request(metadata.API, 12, metadata.REQUEST.cls(topics=None))
+    assert "unplaced" not in [t.name for t in answer.topics]
