@@ -203,6 +203,12 @@ class Controller:
             fenced = False
         return HeartbeatResult(is_caught_up=caught_up, is_fenced=fenced)
 
+    def renew_sessions(self) -> None:
+        """Every broker was heard from just now: after the controller itself could not listen (a restart, a
+        stall), missed heartbeats are its own fault, not the brokers'."""
+        now = self.clock()
+        self.last_heartbeat = {node_id: max(seen, now) for node_id, seen in self.last_heartbeat.items()}
+
     def shorten_session(self, node_id: int, grace_s: float) -> None:
         """The broker's connection closed: unless it heartbeats again within `grace_s`, it is fenced then rather
         than a whole session later. A killed process's sockets close at once, so its leaderships move in well

@@ -8,7 +8,8 @@ Fast failure detection: when the connection a broker heartbeats on closes (its p
 closes its sockets), the broker is fenced two heartbeat intervals later (a timer, not the next liveness tick)
 unless it heartbeats again on a new connection (`Controller.shorten_session`). So a SIGKILLed leader is
 replaced in well under a second, while a paused broker (SIGSTOP) or a network partition, which close nothing,
-still get the whole session timeout.
+still get the whole session timeout. A paused controller is the converse: when it runs again after a gap of
+STALL_S or more, every broker gets a new session before any is judged, since their heartbeats waited unread.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from broker.server import KafkaServer
 log = logging.getLogger(__name__)
 
 LIVENESS_CHECK_INTERVAL_S = 0.1
+STALL_S = 1.0  # a gap this long between liveness checks means this process was not running
 
 
 class ControllerServer:
@@ -43,6 +45,7 @@ class ControllerServer:
         self._appended = asyncio.Event()  # set (and replaced) on every commit: wakes metadata long polls
         self._liveness: asyncio.Task | None = None
         self._heartbeat_peers: dict[str, int] = {}  # connection (peer address) -> node id heartbeating on it
+        self._last_check = 0.0  # loop time of the last liveness check (a long gap: this process was stopped)
         self._grace_timers: set[asyncio.TimerHandle] = set()  # liveness checks ending disconnect graces
         self.disconnect_grace_s = 2 * config.broker_heartbeat_interval_ms / 1000
 
@@ -62,6 +65,7 @@ class ControllerServer:
         if listener.port == 0:
             self.config = dataclasses.replace(
                 self.config, listeners=(Endpoint(listener.listener, listener.host, port), *self.config.listeners[1:]))
+        self._last_check = asyncio.get_running_loop().time()
         self._liveness = asyncio.create_task(self._check_liveness())
         log.info("controller %d serving %d metadata records", self.node_id, self.controller.end_offset)
         return Endpoint(listener.listener, host, port)
@@ -100,6 +104,13 @@ class ControllerServer:
         self._check_liveness_now()
 
     def _check_liveness_now(self) -> None:
+        now = asyncio.get_running_loop().time()
+        if now - self._last_check > STALL_S:
+            # Stopped (SIGSTOP, a VM pause) or blocked: the brokers' heartbeats wait unread in the sockets, so
+            # fencing them now would punish them for the controller's absence.
+            log.warning("controller did not run for %.1f s: every broker gets a new session", now - self._last_check)
+            self.controller.renew_sessions()
+        self._last_check = now
         try:
             self.controller.check_liveness()
         except Exception:  # a bug here must not stop fencing for good

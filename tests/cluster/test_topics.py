@@ -10,7 +10,7 @@ from collections import Counter
 
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from tests.cluster.support import Cluster, create_topic, partition_dir, produce, wait_for, wait_state
+from tests.cluster.support import Cluster, partition_dir, produce, wait_for, wait_state
 
 TOPIC = "spread"
 
@@ -57,27 +57,3 @@ async def _gone(cluster: Cluster) -> bool:
             return False
     return True
 
-
-CONTROLLER = 1000  # the launcher's controller node id
-
-
-async def test_a_sigkilled_controller_restarts_from_its_metadata_log_and_the_cluster_carries_on(
-        cluster: Cluster) -> None:
-    """The controller's metadata is durable (its fsynced metadata log): after a SIGKILL and a restart it has
-    every topic, leader and epoch it had, brokers keep their sessions (no election happens), and it serves new
-    changes; brokers kept serving clients while it was down."""
-    await create_topic(cluster, "before", partitions=3)
-    before = {key: (s.leader, s.leader_epoch, s.isr) for key, s in (await cluster.metadata()).items()
-              if key[0] == "before"}
-    cluster.kill(CONTROLLER)
-    answer = await produce(cluster, before[("before", 0)][0], "before", b"while the controller is down")
-    assert answer.error_code == 0, answer
-    cluster.restart(CONTROLLER, hard=True)
-
-    await create_topic(cluster, "after", partitions=3)  # a new change, through a broker, to the new process
-    assert await cluster.elect("before", 1, leader=2) == "elected"
-    after = await wait_state(cluster, "before", lambda s: s.leader == 2, partition=1, what="broker 2 leading")
-    assert after.leader_epoch == before[("before", 1)][1] + 1  # epochs went on from where they were
-    unchanged = {key: (s.leader, s.leader_epoch, s.isr) for key, s in (await cluster.metadata()).items()
-                 if key[0] == "before" and key[1] != 1}
-    assert unchanged == {key: value for key, value in before.items() if key[1] != 1}  # nobody was fenced
