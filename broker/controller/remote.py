@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 60.0  # a broker started before its controller waits this long for it
 RETRY_BACKOFF_S = 0.2
 METADATA_MAX_WAIT_MS = 500
+REQUEST_TIMEOUT_S = 15.0  # beyond any long poll (METADATA_MAX_WAIT_MS): the connection is dead
 APPLY_TIMEOUT_S = 10.0
 WRITE_RETRY_S = 10.0  # how long a write waits for an unreachable controller (a restart takes about a second)
 FAULT_CHECK_S = 0.1  # how often a paused metadata fetch (fault.metadata.paused) looks at the flag again
@@ -75,8 +76,9 @@ class _Link:
                 await client.negotiate()
                 self._client = client
             chosen = self._client.version_for(api) if version is None else version
-            return await self._client.request(api, chosen, body)
-        except (OSError, EOFError) as exc:
+            # A controller that stopped answering without closing (paused, partitioned) must not hang us.
+            return await asyncio.wait_for(self._client.request(api, chosen, body), REQUEST_TIMEOUT_S)
+        except (OSError, EOFError) as exc:  # TimeoutError is an OSError
             await self.close()
             raise ConnectionError(f"controller {self.host}:{self.port}: {exc}") from exc
 
