@@ -61,7 +61,6 @@ class Broker:
         self.incarnation_id = uuid.uuid4().bytes
         self.broker_epoch = -1
         self.channel = channel  # made at start when not given (tests give several brokers one controller)
-        self.controller: Controller | None = None  # the embedded one, if this process runs it
         self.faults = BrokerFaults()
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
@@ -85,9 +84,9 @@ class Broker:
     def _make_channel(self) -> ControllerChannel:
         config = self.config
         if "controller" in config.process_roles:
-            self.controller = Controller(config, FileMetadataStore(config.data_dir))
-            self.controller.start()
-            return EmbeddedChannel(self.controller)
+            controller = Controller(config, FileMetadataStore(config.data_dir))
+            controller.start()
+            return EmbeddedChannel(controller)
         from broker.controller.remote import RemoteChannel
 
         return RemoteChannel(config, self.metadata, self.faults, on_fatal=self._exit_fatally)
