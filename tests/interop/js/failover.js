@@ -1,7 +1,7 @@
 // kafkajs 2.2 across a leader failover, for tests/cluster/test_client_failover.py.
 //
 // node failover.js produce '{"brokers": [...], "topic": "t", "partitions": 3, "records": 300, "paceMs": 10}'
-//   An idempotent producer (acks=all, maxInFlightRequests 1) sends the records numbered 0..records-1, record n
+//   A producer (acks=all, maxInFlightRequests 1, idempotent unless "idempotent": false) sends the records numbered 0..records-1, record n
 //   to partition n % partitions, a few per send(), one send() at a time. After each send() it prints one JSON
 //   line: {"acked": [n, ...]} when kafkajs resolved it, {"failed": [n, ...], "error": "..."} when it threw
 //   (its retries exhausted). The test reads these lines while it runs (it SIGKILLs a leader mid-stream).
@@ -29,7 +29,7 @@ const kafka = new Kafka({
 })
 
 async function produce() {
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
+  const producer = kafka.producer({ idempotent: args.idempotent !== false, maxInFlightRequests: 1 })
   await producer.connect()
   const perSend = args.perSend || 3
   try {
