@@ -2,7 +2,7 @@
 //
 // node failover.js produce '{"brokers": [...], "topic": "t", "partitions": 3, "records": 300, "paceMs": 10}'
 //   A producer (acks=all, maxInFlightRequests 1, idempotent unless "idempotent": false) sends the records numbered 0..records-1, record n
-//   to partition n % partitions, a few per send(), one send() at a time. After each send() it prints one JSON
+//   to partition n % partitions, "perSend" (default 3) per send(), one send() at a time. After each send() it prints one JSON
 //   line: {"acked": [n, ...]} when kafkajs resolved it, {"failed": [n, ...], "error": "..."} when it threw
 //   (its retries exhausted). The test reads these lines while it runs (it SIGKILLs a leader mid-stream).
 // node failover.js consume '{"brokers": [...], "topic": "t", "ends": {"0": 100, ...}, "group": "g"}'
