@@ -175,7 +175,7 @@ def _kafkajs_run(bootstrap: str, log: Path, idempotent: bool) -> Run:
     # partition's records are never sent again and the send() resolves. Seen against this cluster (one record
     # in ~2 runs, never on any broker's log nor in any Produce it received); a Kafka broker cannot prevent it.
     args = {"brokers": bootstrap.split(","), "topic": TOPIC, "partitions": PARTITIONS, "records": RECORDS,
-            "idempotent": idempotent, "paceMs": PACE_S * 1000, "perSend": 1}
+            "idempotent": idempotent, "paceMs": PACE_S * 1000}
     return Run(produced, lambda: len(produced.acked), asyncio.ensure_future(_node("produce", args, log, on_line)))
 
 
