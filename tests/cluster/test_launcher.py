@@ -121,10 +121,14 @@ def test_cluster_command_runs_four_processes_that_admin_drives_and_ctrl_c_stops(
         assert "controller (pid" in proc.stdout.read()
         assert not any(launcher.is_running(p) for p in cluster.processes)  # the restarted broker too
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if cluster is not None:
+        if proc.poll() is None:  # Ctrl-C: the launcher stops what it started, even midway through its start
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if (data / launcher.CLUSTER_FILE).exists():  # also a broker restarted by `admin restart`
             launcher.stop_cluster(launcher.ClusterFile.read(data))
 
 
