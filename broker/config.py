@@ -231,6 +231,10 @@ class BrokerConfig:
         return rendered
 
 
+# Kafka's ConfigSource codes, as DescribeConfigs and CreateTopics (v5+) report where a value comes from.
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+
+
 def render_value(value: Any) -> str:
     """A setting as Kafka writes it in properties and DescribeConfigs."""
     if isinstance(value, bool):

@@ -100,18 +100,6 @@ class ProducerIdsRecord:
     next_producer_id: int
 
 
-MetadataRecord = (
-    ClusterRecord
-    | RegisterBrokerRecord
-    | BrokerFenceRecord
-    | TopicRecord
-    | PartitionRecord
-    | PartitionChangeRecord
-    | RemoveTopicRecord
-    | TopicConfigRecord
-    | ProducerIdsRecord
-)
-
 RECORD_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from broker.client import KafkaClient
-from broker.config import BrokerConfig
+from broker.config import DYNAMIC_TOPIC_CONFIG, BrokerConfig
 from broker.controller import metadata_log
 from broker.controller.channel import OnRecords
 from broker.controller.controller import NewTopic, PartitionChangeResult, TopicResult
@@ -56,7 +56,6 @@ REQUEST_TIMEOUT_S = 15.0  # beyond any long poll (METADATA_MAX_WAIT_MS): the con
 APPLY_TIMEOUT_S = 10.0
 WRITE_RETRY_S = 10.0  # how long a write waits for an unreachable controller (a restart takes about a second)
 FAULT_CHECK_S = 0.1  # how often a paused metadata fetch (fault.metadata.paused) looks at the flag again
-DYNAMIC_TOPIC_CONFIG = 1  # CreateTopics config_source of a config set on the topic
 PLAINTEXT = 0
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.config import TOPIC_CONFIGS, render_value, topic_config
+from broker.config import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, TOPIC_CONFIGS, render_value, topic_config
 from broker.controller.controller import NewTopic
 from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles
 from protocol.errors import ErrorCode
@@ -22,8 +22,6 @@ from protocol.messages import create_topics
 Response = create_topics.RESPONSE.cls
 TopicResult = create_topics.RESPONSE.CreatableTopicResult
 TopicConfig = create_topics.RESPONSE.CreatableTopicConfigs
-DYNAMIC_TOPIC_CONFIG = 1  # ConfigSource
-DEFAULT_CONFIG = 5
 
 
 @handles(create_topics.API, "0-7", roles=(BROKER, CONTROLLER))

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.config import TOPIC_CONFIGS, render_value, topic_config
+from broker.config import (
+    DEFAULT_CONFIG,
+    DYNAMIC_TOPIC_CONFIG,
+    STATIC_BROKER_CONFIG,
+    TOPIC_CONFIGS,
+    render_value,
+    topic_config,
+)
 from broker.dispatch import RequestContext, handles
 from protocol.errors import ErrorCode
 from protocol.messages import describe_configs
@@ -23,7 +30,6 @@ Result = describe_configs.RESPONSE.DescribeConfigsResult
 ConfigEntry = describe_configs.RESPONSE.DescribeConfigsResourceResult
 
 TOPIC, BROKER = 2, 4
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 
 @handles(describe_configs.API, "0-4")
