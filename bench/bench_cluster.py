@@ -1,4 +1,4 @@
-"""Cluster benchmark: a controller and 3 brokers on loopback (broker/launcher.py, as `epoch-broker cluster`
+"""Cluster benchmark: a controller and 3 brokers on loopback (drill/launcher.py, as `epoch-broker cluster`
 starts them), measured with confluent-kafka. Ours only (Tansu runs a single node here).
 
 - start: launch of the controller to the ready line of the last broker (one sample per run);
@@ -37,9 +37,9 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from epoch_broker.drill import launcher
 
 from bench.common import fmt_spread, free_port, print_table, write_results
-from broker import launcher
 
 BROKERS = 3
 REPLICATION = 3

@@ -14,8 +14,8 @@ import sys
 import timeit
 from collections.abc import Callable
 
-from protocol.messages import fetch, metadata, produce
-from protocol.records import build_batch
+from epoch_broker.protocol.messages import fetch, metadata, produce
+from epoch_broker.protocol.records import build_batch
 
 MiB = 1024 * 1024
 

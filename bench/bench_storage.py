@@ -20,8 +20,8 @@ import tempfile
 import threading
 import time
 
-from protocol.records import build_batch
-from storage.log import LogConfig, PartitionLog
+from epoch_broker.protocol.records import build_batch
+from epoch_broker.storage.log import LogConfig, PartitionLog
 
 
 def make_batch(batch_bytes: int) -> bytearray:

@@ -151,7 +151,7 @@ def start_ours(workdir: Path, overrides: dict[str, str] | None = None) -> Iterat
     cfg = {"listeners": f"PLAINTEXT://127.0.0.1:{port}", "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
            "log.dirs": str(data), "auto.create.topics.enable": "true"}
     cfg.update(overrides or {})
-    cmd = [sys.executable, "-m", "broker", "serve", "--log-level", "WARNING"]
+    cmd = [sys.executable, "-m", "epoch_broker", "serve", "--log-level", "WARNING"]
     for k, v in cfg.items():
         cmd += ["--override", f"{k}={v}"]
     b = _launch("ours", cmd, f"127.0.0.1:{port}", workdir / "ours.log", cwd=REPO)

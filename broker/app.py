@@ -35,16 +35,16 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from broker.config import BrokerConfig, Endpoint, topic_config
-from broker.controller.channel import ControllerChannel, EmbeddedChannel
-from broker.controller.controller import Controller
-from broker.controller.store import FileMetadataStore
-from broker.dispatch import Dispatcher
-from broker.faults import BrokerFaults
-from broker.metadata_cache import MetadataCache
-from broker.replica_manager import ReplicaManager, log_config_for
-from broker.server import KafkaServer
-from storage.log_manager import LogManager
+from epoch_broker.broker.config import BrokerConfig, Endpoint, topic_config
+from epoch_broker.broker.controller.channel import ControllerChannel, EmbeddedChannel
+from epoch_broker.broker.controller.controller import Controller
+from epoch_broker.broker.controller.store.file import FileMetadataStore
+from epoch_broker.broker.faults import BrokerFaults
+from epoch_broker.broker.metadata.image import MetadataCache
+from epoch_broker.broker.network.dispatch import Dispatcher
+from epoch_broker.broker.network.server import KafkaServer
+from epoch_broker.broker.replica.replica_manager import ReplicaManager, log_config_for
+from epoch_broker.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class Broker:
             controller = Controller(config, FileMetadataStore(config.data_dir))
             controller.start()
             return EmbeddedChannel(controller)
-        from broker.controller.remote import RemoteChannel
+        from epoch_broker.broker.controller.remote import RemoteChannel
 
         return RemoteChannel(config, self.metadata, self.faults, on_fatal=self._exit_fatally)
 
@@ -160,7 +160,7 @@ class Broker:
         imports it nor creates `__consumer_offsets`. None in a build without one."""
         if self._group_coordinator is None:
             try:
-                module = importlib.import_module("broker.group_coordinator")
+                module = importlib.import_module("epoch_broker.broker.groups.coordinator")
             except ModuleNotFoundError:
                 log.info("no group coordinator in this build: group APIs are not served")
                 return None

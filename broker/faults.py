@@ -2,7 +2,7 @@
 
 They are set like dynamic broker configs, with IncrementalAlterConfigs on resource type 4 named by the node
 id (`epoch-broker admin fault`), and read by the code they affect:
-- `fault.replication.paused`: the replica fetchers stop fetching (`broker/replication.py`).
+- `fault.replication.paused`: the replica fetchers stop fetching (`broker/replica/replica_fetcher.py`).
 - `fault.high.watermark.held`: as a leader, follower fetches see the high watermark frozen where it was when
   the hold began (`broker/handlers/fetch.py`), so followers do not learn that records were committed.
 - `fault.metadata.paused`: the broker stops applying the controller's metadata log (`broker/controller/

@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from protocol.primitives import I32
-from protocol.schema import DecodeError, Field, Message
+from epoch_broker.protocol.primitives import I32
+from epoch_broker.protocol.schema import DecodeError, Field, Message
 
 REQUEST_HEADER = Message(
     "RequestHeader",

@@ -43,8 +43,7 @@ from enum import IntEnum
 from typing import Any, NamedTuple
 
 import crc32c
-
-from protocol.errors import CorruptRecordError, UnsupportedForMessageFormat
+from epoch_broker.protocol.errors import CorruptRecordError, UnsupportedForMessageFormat
 
 Buffer = bytes | bytearray | memoryview
 

@@ -28,9 +28,9 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from protocol import primitives
-from protocol.primitives import ZERO_UUID, DecodeError, EncodeError, KafkaConstruct
-from protocol.versions import NONE, VersionRange
+from epoch_broker.protocol import primitives
+from epoch_broker.protocol.primitives import ZERO_UUID, DecodeError, EncodeError, KafkaConstruct
+from epoch_broker.protocol.versions import NONE, VersionRange
 
 __all__ = [
     "Api",
@@ -193,7 +193,7 @@ def _make_class(name: str, fields: list[Field], types: dict[str, type]) -> type:
             "__init__": namespace["__init__"],
             "_field_names": tuple(f.name for f in fields),
             "_declared_fields": fields,
-            "__module__": "protocol.messages",
+            "__module__": "epoch_broker.protocol.messages",
         },
     )
     types[name] = cls

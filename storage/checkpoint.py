@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from storage.fs import FileSystem
+from epoch_broker.storage.fs import FileSystem
 
 VERSION = 0
 

@@ -26,7 +26,7 @@ import struct
 from collections.abc import Sequence
 from typing import overload
 
-from storage.fs import FileSystem
+from epoch_broker.storage.fs import FileSystem
 
 
 class _Entries(Sequence[tuple[int, int]]):

@@ -25,8 +25,8 @@ import bisect
 import os
 from typing import NamedTuple
 
-from storage.checkpoint import CheckpointFile
-from storage.fs import FileSystem
+from epoch_broker.storage.checkpoint import CheckpointFile
+from epoch_broker.storage.fs import FileSystem
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1

@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from protocol.errors import CorruptRecordError, KafkaError, KafkaStorageError, OffsetOutOfRange
-from protocol.records import (
+from epoch_broker.protocol.errors import CorruptRecordError, KafkaError, KafkaStorageError, OffsetOutOfRange
+from epoch_broker.protocol.records import (
     BatchHeader,
     iter_batches,
     iter_records,
@@ -44,10 +44,11 @@ from protocol.records import (
     stamp_log_append_time,
     validate_batch,
 )
-from storage.fs import FileSystem
-from storage.leader_epoch import LeaderEpochCache
-from storage.producer_state import ProducerStateManager
-from storage.segment import FileSlice, LogSegment
+from epoch_broker.storage.file_records import FileSlice
+from epoch_broker.storage.fs import FileSystem
+from epoch_broker.storage.leader_epoch import LeaderEpochCache
+from epoch_broker.storage.producer_state import ProducerStateManager
+from epoch_broker.storage.segment import LogSegment
 
 LONG_MAX = 2**63 - 1
 _MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries store offsets relative to the segment as int32

@@ -25,9 +25,9 @@ import os
 import uuid
 from collections.abc import Callable
 
-from storage.checkpoint import CheckpointFile
-from storage.fs import FileSystem
-from storage.log import LogConfig, PartitionLog, wall_clock_ms
+from epoch_broker.storage.checkpoint import CheckpointFile
+from epoch_broker.storage.fs import FileSystem
+from epoch_broker.storage.log import LogConfig, PartitionLog, wall_clock_ms
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"

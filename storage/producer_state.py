@@ -33,9 +33,8 @@ from enum import Enum
 from typing import NamedTuple
 
 import crc32c
-
-from protocol.records import BatchHeader
-from storage.fs import FileSystem
+from epoch_broker.protocol.records import BatchHeader
+from epoch_broker.storage.fs import FileSystem
 
 MAX_BATCHES = 5
 SNAPSHOT_SUFFIX = ".snapshot"

@@ -18,10 +18,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
-from protocol.errors import KafkaError
-from protocol.records import (
+from epoch_broker.protocol.errors import KafkaError
+from epoch_broker.protocol.records import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC,
@@ -31,18 +30,11 @@ from protocol.records import (
     parse_header,
     validate_batch,
 )
-from storage.fs import FileSystem
-from storage.index import OffsetIndex, TimeIndex
+from epoch_broker.storage.file_records import FileSlice
+from epoch_broker.storage.fs import FileSystem
+from epoch_broker.storage.index import OffsetIndex, TimeIndex
 
 RECOVERY_CHUNK = 8 << 20  # read size while validating a segment: large reads, bounded memory
-
-
-class FileSlice(NamedTuple):
-    """A byte range of an open segment file, ready for os.sendfile(out, fd, position, size)."""
-
-    fd: int
-    position: int
-    size: int
 
 
 def file_name(directory: str, base_offset: int, suffix: str) -> str:

@@ -1,6 +1,6 @@
 """Start a real broker process for a test: `start_broker(tmp_path, overrides, node_id) -> BrokerProcess`.
 
-The broker runs as a user runs it (`python -m broker serve --override ...`) with its data in `tmp_path/data`
+The broker runs as a user runs it (`python -m epoch_broker serve --override ...`) with its data in `tmp_path/data`
 and its log in `tmp_path/broker-<node>.log`, on a free loopback port that stays the same across `restart()`.
 Start returns once the broker printed its ready line (it then answers requests).
 """
@@ -51,7 +51,7 @@ class BrokerProcess:
         return self.proc.pid
 
     def start(self) -> BrokerProcess:
-        command = [sys.executable, "-m", "broker", "serve"]
+        command = [sys.executable, "-m", "epoch_broker", "serve"]
         for key, value in self.overrides.items():
             command += ["--override", f"{key}={value}"]
         with open(self.log_path, "ab") as log:

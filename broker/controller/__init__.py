@@ -1,1 +1,2 @@
-"""The controller: owns cluster metadata, writes it as records to a durable store (see records.py)."""
+"""The controller: owns cluster metadata, writes it as records (broker/metadata/records.py) to a durable
+store (`store/`)."""

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from broker.controller.controller import Controller, NewTopic, PartitionChangeResult, TopicResult
-from protocol.errors import ErrorCode
+from epoch_broker.broker.controller.controller import Controller, NewTopic, PartitionChangeResult, TopicResult
+from epoch_broker.protocol.errors import ErrorCode
 
 OnRecords = Callable[[list[Any]], None]
 

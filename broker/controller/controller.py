@@ -37,8 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.config import BrokerConfig, topic_config, validate_topic_configs
-from broker.controller.records import (
+from epoch_broker.broker.config import BrokerConfig, topic_config, validate_topic_configs
+from epoch_broker.broker.controller.store import MetadataStore
+from epoch_broker.broker.metadata.image import MetadataCache, PartitionState, TopicState
+from epoch_broker.broker.metadata.records import (
     BrokerFenceRecord,
     ClusterRecord,
     PartitionChangeRecord,
@@ -48,9 +50,7 @@ from broker.controller.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from broker.controller.store import MetadataStore
-from broker.metadata_cache import MetadataCache, PartitionState, TopicState
-from protocol.errors import ErrorCode
+from epoch_broker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

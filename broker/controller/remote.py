@@ -25,15 +25,15 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from broker.client import KafkaClient
-from broker.config import DYNAMIC_TOPIC_CONFIG, BrokerConfig
-from broker.controller import metadata_log
-from broker.controller.channel import OnRecords
-from broker.controller.controller import NewTopic, PartitionChangeResult, TopicResult
-from broker.faults import BrokerFaults
-from broker.metadata_cache import MetadataCache
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import (
+from epoch_broker.broker.config import DYNAMIC_TOPIC_CONFIG, BrokerConfig
+from epoch_broker.broker.controller.channel import OnRecords
+from epoch_broker.broker.controller.controller import NewTopic, PartitionChangeResult, TopicResult
+from epoch_broker.broker.faults import BrokerFaults
+from epoch_broker.broker.metadata import metadata_log
+from epoch_broker.broker.metadata.image import MetadataCache
+from epoch_broker.client.aio import KafkaClient
+from epoch_broker.protocol.errors import ErrorCode, KafkaError
+from epoch_broker.protocol.messages import (
     allocate_producer_ids,
     alter_partition,
     broker_heartbeat,
@@ -45,7 +45,7 @@ from protocol.messages import (
     elect_leaders,
     fetch,
 )
-from protocol.schema import Api
+from epoch_broker.protocol.schema import Api
 
 log = logging.getLogger(__name__)
 

@@ -20,13 +20,13 @@ import dataclasses
 import logging
 import os
 
-from broker.config import BrokerConfig, Endpoint
-from broker.controller.channel import EmbeddedChannel
-from broker.controller.controller import Controller
-from broker.controller.store import FileMetadataStore
-from broker.dispatch import CONTROLLER, Dispatcher
-from broker.metadata_cache import MetadataCache
-from broker.server import KafkaServer
+from epoch_broker.broker.config import BrokerConfig, Endpoint
+from epoch_broker.broker.controller.channel import EmbeddedChannel
+from epoch_broker.broker.controller.controller import Controller
+from epoch_broker.broker.controller.store.file import FileMetadataStore
+from epoch_broker.broker.metadata.image import MetadataCache
+from epoch_broker.broker.network.dispatch import CONTROLLER, Dispatcher
+from epoch_broker.broker.network.server import KafkaServer
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from broker.groups.records import subscribed_topics
+from epoch_broker.broker.groups.records import subscribed_topics
 
 
 class GroupState(StrEnum):

@@ -25,7 +25,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.schema import DecodeError, Field, Message
+from epoch_broker.protocol.schema import DecodeError, Field, Message
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles, supported_versions
-from protocol.errors import ErrorCode
-from protocol.messages import api_versions
+from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles, supported_versions
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import api_versions
 
 log = logging.getLogger(__name__)
 Response = api_versions.RESPONSE.cls

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles
-from protocol.messages import create_partitions
+from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.protocol.messages import create_partitions
 
 Response = create_partitions.RESPONSE.cls
 Result = create_partitions.RESPONSE.CreatePartitionsTopicResult

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.config import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, TOPIC_CONFIGS, render_value, topic_config
-from broker.controller.controller import NewTopic
-from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles
-from protocol.errors import ErrorCode
-from protocol.messages import create_topics
+from epoch_broker.broker.config import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, TOPIC_CONFIGS, render_value, topic_config
+from epoch_broker.broker.controller.controller import NewTopic
+from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import create_topics
 
 Response = create_topics.RESPONSE.cls
 TopicResult = create_topics.RESPONSE.CreatableTopicResult

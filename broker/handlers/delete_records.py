@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.errors import ErrorCode
-from protocol.messages import delete_records
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.messages import delete_records
 
 Response = delete_records.RESPONSE.cls
 TopicResult = delete_records.RESPONSE.DeleteRecordsTopicResult
 PartitionResult = delete_records.RESPONSE.DeleteRecordsPartitionResult
-HIGH_WATERMARK = -1
 
 
 @handles(delete_records.API, "0-2")
@@ -29,17 +27,10 @@ def handle(context: RequestContext, request: Any) -> Any:
         for wanted in topic.partitions:
             result = PartitionResult(partition_index=wanted.partition_index, low_watermark=-1)
             partition = replicas.get(topic.name, wanted.partition_index)
-            if partition is None or not partition.is_leader:
-                result.error_code = (replicas.lookup_error(topic.name, wanted.partition_index) if partition is None
-                                     else ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            if partition is None:
+                result.error_code = replicas.lookup_error(topic.name, wanted.partition_index)
             else:
-                log = partition.log
-                offset = log.high_watermark if wanted.offset == HIGH_WATERMARK else wanted.offset
-                if not 0 <= offset <= log.high_watermark:
-                    result.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                else:
-                    log.delete_records_before(offset)
-                    result.low_watermark = log.log_start_offset
+                result.error_code, result.low_watermark = partition.delete_records_on_leader(wanted.offset)
             partitions.append(result)
         topics.append(TopicResult(name=topic.name, partitions=partitions))
     context.broker.log_manager.checkpoint()  # the new log start offsets survive a crash

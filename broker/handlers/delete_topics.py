@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles
-from protocol.errors import ErrorCode
-from protocol.messages import delete_topics
+from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import delete_topics
 
 Response = delete_topics.RESPONSE.cls
 Result = delete_topics.RESPONSE.DeletableTopicResult

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles
-from broker.handlers.metadata import CLUSTER_OPERATIONS, NO_OPERATIONS
-from protocol.errors import ErrorCode
-from protocol.messages import describe_cluster
+from epoch_broker.broker.handlers.metadata import CLUSTER_OPERATIONS, NO_OPERATIONS
+from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import describe_cluster
 
 Response = describe_cluster.RESPONSE.cls
 Broker = describe_cluster.RESPONSE.DescribeClusterBroker

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.config import (
+from epoch_broker.broker.config import (
     DEFAULT_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
     STATIC_BROKER_CONFIG,
@@ -21,9 +21,9 @@ from broker.config import (
     render_value,
     topic_config,
 )
-from broker.dispatch import RequestContext, handles
-from protocol.errors import ErrorCode
-from protocol.messages import describe_configs
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import describe_configs
 
 Response = describe_configs.RESPONSE.cls
 Result = describe_configs.RESPONSE.DescribeConfigsResult

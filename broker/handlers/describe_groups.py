@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.messages import describe_groups as messages
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.messages import describe_groups as messages
 
 R = messages.RESPONSE
 
 
 @handles(messages.API, "0-5")
 def handle(context: RequestContext, request: Any) -> Any:
-    from broker.groups.group import GroupState  # imported on first group use, not at start
+    from epoch_broker.broker.groups.group import GroupState  # imported on first group use, not at start
 
     response = R.cls()
     for group_id in request.groups:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from broker.dispatch import BROKER, CONTROLLER, RequestContext, handles
-from protocol.errors import ErrorCode
-from protocol.messages import elect_leaders
+from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import elect_leaders
 
 Response = elect_leaders.RESPONSE.cls
 Result = elect_leaders.RESPONSE.ReplicaElectionResult

@@ -1,20 +1,21 @@
 """Fetch · v4-16 · record batches for consumers and follower replicas, served from segment files.
 
-Behaviour: per partition, the KIP-320 check of current_leader_epoch (-1 skips; lower FENCED_LEADER_EPOCH,
-higher UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER off the leader; OFFSET_OUT_OF_RANGE outside
-[log start, log end]. Consumers read up to the high watermark (read_committed: up to the last stable offset,
-which is the high watermark here: no transactions), followers (replica id >= 0) up to the log end. A follower
-fetch that passes the epoch check records the follower's log end and caught-up time, once per request
-(`ReplicaManager.on_follower_fetch`: the high watermark, ISR expansion); under `fault.high.watermark.held`
-it is answered with the high watermark frozen where the hold began (clients still see the real one).
+Behaviour: per partition, `Partition.fetch_records` decides: the KIP-320 check of current_leader_epoch (-1
+skips; lower FENCED_LEADER_EPOCH, higher UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER off the leader;
+OFFSET_OUT_OF_RANGE outside [log start, log end]. Consumers read up to the high watermark (read_committed: up
+to the last stable offset, which is the high watermark here: no transactions), followers (replica id >= 0) up
+to the log end. A follower fetch that passes the epoch check records the follower's log end and caught-up
+time, once per request (the high watermark; `ReplicaManager.fetch` adds it to the ISR when eligible); under
+`fault.high.watermark.held` it is answered with the high watermark frozen where the hold began (clients still
+see the real one).
 Records go out as file ranges (sendfile), never decoded. Sizes: partition_max_bytes per partition and
 max_bytes for the response, except that the first batch of the first partition with data is always whole
 (KIP-74). Long poll: until min_bytes are there or
 max_wait_ms passes, woken by appends through the partitions' futures; any partition error answers at once.
 Version notes: v12+ last_fetched_epoch -> diverging_epoch: if our end offset for that epoch is below the fetch
 offset, or our largest epoch at or below it is lower, the answer is DivergingEpoch(epoch, end_offset) and no
-records (KIP-320). v12+ leader errors carry current_leader, v16 the leader's endpoint (KIP-951). v13+ topics
-are named by id (UNKNOWN_TOPIC_ID).
+records (KIP-320; decided by the Partition). v12+ leader errors carry current_leader, v16 the leader's endpoint
+(KIP-951). v13+ topics are named by id (UNKNOWN_TOPIC_ID).
 Fetch sessions: the broker never creates one (it answers session_id 0, as Kafka does when its session cache
 is full), so clients stay on full, sessionless fetches; a request naming a session gets
 FETCH_SESSION_ID_NOT_FOUND, a non-initial epoch without one INVALID_FETCH_SESSION_EPOCH.
@@ -24,14 +25,13 @@ Skipped: preferred read replicas (KIP-392), aborted transactions, rack awareness
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from broker.partition import Partition
-from broker.replica_manager import ReplicaManager
-from protocol.errors import ErrorCode, OffsetOutOfRange
-from protocol.messages import fetch
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.replica.partition import FetchResult, Partition
+from epoch_broker.broker.replica.replica_manager import ReplicaManager
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import fetch
 
 Response = fetch.RESPONSE.cls
 TopicResponse = fetch.RESPONSE.FetchableTopicResponse
@@ -39,8 +39,6 @@ PartitionData = fetch.RESPONSE.PartitionData
 EpochEndOffset = fetch.RESPONSE.EpochEndOffset
 LeaderIdAndEpoch = fetch.RESPONSE.LeaderIdAndEpoch
 NodeEndpoint = fetch.RESPONSE.NodeEndpoint
-
-logger = logging.getLogger(__name__)
 
 READ_COMMITTED = 1
 _LEADER_HINT_ERRORS = frozenset(
@@ -84,10 +82,10 @@ async def handle(context: RequestContext, request: Any) -> Any:
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
-    follower = replica_id  # a follower's fetch offset is recorded on the first read only
+    first_read = True  # a follower's fetch offset is recorded on the first read only
     while True:
-        total, failed = _read_all(entries, request.max_bytes, replica_id, follower, replicas)
-        follower = -1
+        total, failed = _read_all(entries, request.max_bytes, replica_id, first_read, replicas)
+        first_read = False
         remaining = deadline - loop.time()
         if total >= request.min_bytes or failed or remaining <= 0 or replicas.stopping:
             break
@@ -95,61 +93,34 @@ async def handle(context: RequestContext, request: Any) -> Any:
     return Response(responses=topics, node_endpoints=_leader_endpoints(broker, entries) if version >= 16 else [])
 
 
-def _read_all(entries: list, response_max_bytes: int, replica_id: int, follower: int,
+def _read_all(entries: list, response_max_bytes: int, replica_id: int, record_follower_fetch: bool,
               replicas: ReplicaManager) -> tuple[int, bool]:
     """Fill every partition response; returns (record bytes, whether any partition has an error)."""
     total = 0
     failed = False
     for wanted, response, partition in entries:
         if partition is not None:
-            _read_partition(wanted, response, partition, max(response_max_bytes - total, 0), total == 0,
-                            replica_id, follower, replicas)
+            result = replicas.fetch(partition, wanted.fetch_offset, wanted.current_leader_epoch,
+                                    wanted.last_fetched_epoch, replica_id,
+                                    min(wanted.partition_max_bytes, max(response_max_bytes - total, 0)), total == 0,
+                                    record_follower_fetch)
+            _fill(response, result, partition)
         total += len(response.records)
         failed = failed or response.error_code != ErrorCode.NONE
     return total, failed
 
 
-def _read_partition(wanted: Any, response: Any, partition: Partition, budget: int, first_with_data: bool,
-                    replica_id: int, follower: int, replicas: ReplicaManager) -> None:
-    error = partition.leader_error(wanted.current_leader_epoch)
-    if error != ErrorCode.NONE:
-        response.error_code = error
-        if error in _LEADER_HINT_ERRORS:
-            response.current_leader = LeaderIdAndEpoch(leader_id=partition.leader_id,
-                                                       leader_epoch=partition.leader_epoch)
-        if error == ErrorCode.FENCED_LEADER_EPOCH and replica_id >= 0:
-            # A replica fetching in an old epoch (KIP-320's zombie) is visible in this broker's log: the fetcher
-            # may be handed over (or stopped) before it reads the answer, so its own log cannot always say so.
-            # Once per hand-over: a fenced fetcher waits for newer metadata.
-            logger.info("%s-%d: Fetch from replica %d in leader epoch %d fenced (the partition is in epoch %d)",
-                        partition.topic, partition.index, replica_id, wanted.current_leader_epoch,
-                        partition.leader_epoch)
-        return
-    log = partition.log
-    response.log_start_offset = log.log_start_offset
-    if wanted.last_fetched_epoch >= 0:
-        epoch, end_offset = log.end_offset_for_epoch(wanted.last_fetched_epoch)
-        if end_offset < wanted.fetch_offset or epoch < wanted.last_fetched_epoch:
-            # The fetcher's log diverged from ours: tell it where our history of that epoch ends (and, as
-            # Kafka, do not take its fetch offset as its log end).
-            response.diverging_epoch = EpochEndOffset(epoch=epoch, end_offset=end_offset)
-            _set_high_watermark(response, partition, replica_id)
-            return
-    upper_bound = log.log_end_offset if replica_id >= 0 else log.high_watermark
-    try:
-        response.records = partition.read(wanted.fetch_offset, min(wanted.partition_max_bytes, budget),
-                                          upper_bound, first_with_data)
-    except OffsetOutOfRange:
-        response.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-    else:
-        if follower >= 0:
-            replicas.on_follower_fetch(partition, follower, wanted.fetch_offset)
-    _set_high_watermark(response, partition, replica_id)
-
-
-def _set_high_watermark(response: Any, partition: Partition, replica_id: int) -> None:
-    high_watermark = partition.follower_high_watermark if replica_id >= 0 else partition.log.high_watermark
-    response.high_watermark = response.last_stable_offset = high_watermark
+def _fill(response: Any, result: FetchResult, partition: Partition) -> None:
+    response.error_code = result.error
+    if result.error in _LEADER_HINT_ERRORS:
+        response.current_leader = LeaderIdAndEpoch(leader_id=partition.leader_id, leader_epoch=partition.leader_epoch)
+    if result.log_start_offset < 0:
+        return  # refused before reading: the rest stays at its defaults
+    response.log_start_offset = result.log_start_offset
+    response.high_watermark = response.last_stable_offset = result.high_watermark
+    response.records = result.records
+    if result.diverging_epoch is not None:
+        response.diverging_epoch = EpochEndOffset(epoch=result.diverging_epoch[0], end_offset=result.diverging_epoch[1])
 
 
 async def _wait_for_data(partitions: list[Partition], timeout_s: float) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import find_coordinator as messages
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode, KafkaError
+from epoch_broker.protocol.messages import find_coordinator as messages
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1

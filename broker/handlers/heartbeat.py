@@ -1,6 +1,6 @@
 """Heartbeat · v0-4 · keep a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin.
 
-Behaviour: see `broker/group_coordinator.py` (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID).
+Behaviour: see `broker/groups/coordinator.py` (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID).
 Version notes: v3+ static membership.
 Skipped: nothing.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.messages import heartbeat as messages
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.messages import heartbeat as messages
 
 
 @handles(messages.API, "0-4")

@@ -15,16 +15,16 @@ import os
 import sys
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from broker.faults import (
+from epoch_broker.broker.faults import (
     HIGH_WATERMARK_HELD,
     METADATA_PAUSED,
     POWER_LOSS,
     POWER_LOSS_EXIT_STATUS,
     REPLICATION_PAUSED,
 )
-from protocol.errors import ErrorCode
-from protocol.messages import incremental_alter_configs
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import incremental_alter_configs
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.errors import ErrorCode
-from protocol.messages import init_producer_id
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import init_producer_id
 
 Response = init_producer_id.RESPONSE.cls
 MAX_EPOCH = 32767

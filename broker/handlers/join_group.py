@@ -1,6 +1,6 @@
 """JoinGroup · v0-9 · join a group; the answer comes when the join phase completes.
 
-Behaviour: see `broker/group_coordinator.py`. MEMBER_ID_REQUIRED only for v4+ (kafkajs breaks on it below);
+Behaviour: see `broker/groups/coordinator.py`. MEMBER_ID_REQUIRED only for v4+ (kafkajs breaks on it below);
 the leader's answer lists every member with its metadata for the selected protocol; v7+ name the
 protocol type.
 Version notes: v0 has no rebalance timeout (the session timeout stands in); v5+ static membership;
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.messages import join_group as messages
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.messages import join_group as messages
 
 
 def client_host(peer: str) -> str:

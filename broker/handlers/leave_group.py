@@ -1,6 +1,6 @@
 """LeaveGroup · v0-5 · members leave at once instead of waiting for their session to expire.
 
-Behaviour: the group rebalances without the leaving members (see `broker/group_coordinator.py`).
+Behaviour: the group rebalances without the leaving members (see `broker/groups/coordinator.py`).
 Version notes: v0-2 name one member and its error is the response's error; v3+ batch members, identified by
 member id and/or group.instance.id (an empty member id with an instance id leaves that static member), with
 one error per member and a group-level error.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.messages import leave_group as messages
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.messages import leave_group as messages
 
 
 @handles(messages.API, "0-5")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.messages import list_groups as messages
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.messages import list_groups as messages
 
 
 @handles(messages.API, "0-4")

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.controller.controller import NewTopic, topic_name_error
-from broker.dispatch import RequestContext, handles
-from broker.metadata_cache import TopicState
-from protocol.errors import ErrorCode
-from protocol.messages import metadata
+from epoch_broker.broker.controller.controller import NewTopic, topic_name_error
+from epoch_broker.broker.metadata.image import TopicState
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import metadata
 
 Response = metadata.RESPONSE.cls
 ResponseBroker = metadata.RESPONSE.MetadataResponseBroker

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.messages import offset_commit as messages
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.messages import offset_commit as messages
 
 
 @handles(messages.API, "2-9")
 async def handle(context: RequestContext, request: Any) -> Any:
-    from broker.group_coordinator import OffsetToCommit  # imported on first group use, not at start
+    from epoch_broker.broker.groups.coordinator import OffsetToCommit  # imported on first group use, not at start
 
     offsets = [
         OffsetToCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata)

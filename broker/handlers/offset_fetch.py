@@ -2,7 +2,7 @@
 
 Behaviour: a partition without a committed offset answers offset -1. A null topic list (v2+) asks for every
 offset of the group. Deleting a topic deletes its offsets, so a re-created topic starts without any (KIP-232;
-see `broker/group_coordinator.py`).
+see `broker/groups/coordinator.py`).
 Version notes: v1 has no group-level error, so coordinator errors go on every partition; v2-7 one group with
 a top-level error; committed_leader_epoch v5+; require_stable v7+; v8+ batch groups.
 Skipped: require_stable never waits, as there are no transactions (nothing is ever pending); member_id and
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.messages import offset_fetch as messages
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.messages import offset_fetch as messages
 
 R = messages.RESPONSE
 

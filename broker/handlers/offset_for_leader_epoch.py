@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.errors import ErrorCode
-from protocol.messages import offset_for_leader_epoch
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.messages import offset_for_leader_epoch
 
 Response = offset_for_leader_epoch.RESPONSE.cls
 TopicResult = offset_for_leader_epoch.RESPONSE.OffsetForLeaderTopicResult
@@ -34,9 +33,8 @@ def handle(context: RequestContext, request: Any) -> Any:
             if partition is None:
                 answer.error_code = replicas.lookup_error(topic.topic, wanted.partition)
             else:
-                answer.error_code = partition.leader_error(wanted.current_leader_epoch)
-                if answer.error_code == ErrorCode.NONE:
-                    answer.leader_epoch, answer.end_offset = partition.log.end_offset_for_epoch(wanted.leader_epoch)
+                answer.error_code, answer.leader_epoch, answer.end_offset = partition.last_offset_for_leader_epoch(
+                    wanted.current_leader_epoch, wanted.leader_epoch)
             partitions.append(answer)
         topics.append(TopicResult(topic=topic.topic, partitions=partitions))
     return Response(topics=topics)

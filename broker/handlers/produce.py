@@ -5,7 +5,8 @@ batch: the delayed-produce purgatory, immediate on one broker); acks=-1 answers 
 appends nothing when the ISR is smaller than min.insync.replicas, NOT_ENOUGH_REPLICAS_AFTER_APPEND if it
 shrank below it while waiting, NOT_LEADER_OR_FOLLOWER if leadership moved, and REQUEST_TIMED_OUT at
 timeout_ms (one deadline for all partitions, waited on together); any other acks value answers
-INVALID_REQUIRED_ACKS for every partition and appends nothing. Each partition's batches are validated
+INVALID_REQUIRED_ACKS for every partition and appends nothing. `Partition.append_records_to_leader` decides
+the rest: each partition's batches are validated
 (framing, magic 2 -> else UNSUPPORTED_FOR_MESSAGE_FORMAT, CRC32C -> CORRUPT_MESSAGE, max.message.bytes ->
 MESSAGE_TOO_LARGE), the idempotent producer's sequence checked (a duplicate is answered with the original
 offset; OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH), then offsets and the leader epoch are stamped
@@ -22,10 +23,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from broker.replica_manager import AppendResult
-from protocol.errors import ErrorCode
-from protocol.messages import produce
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.replica.partition import AppendResult
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import produce
 
 Response = produce.RESPONSE.cls
 TopicResponse = produce.RESPONSE.TopicProduceResponse
@@ -53,7 +54,8 @@ async def handle(context: RequestContext, request: Any) -> Any:
             elif data.records is None:
                 result = AppendResult(ErrorCode.CORRUPT_MESSAGE, message="null records")
             else:
-                result = replicas.append(partition, data.records, data.current_leader_epoch, acks_all=acks == -1)
+                result = partition.append_records_to_leader(data.records, data.current_leader_epoch,
+                                                          acks_all=acks == -1)
             partition_results.append((data.index, partition, result))
         results.append((topic.name, partition_results))
     if acks == 0:

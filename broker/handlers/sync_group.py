@@ -1,6 +1,6 @@
 """SyncGroup · v0-5 · the leader hands out assignments; every member waits for its own.
 
-Behaviour: see `broker/group_coordinator.py`. Members other than the leader are parked until the leader's
+Behaviour: see `broker/groups/coordinator.py`. Members other than the leader are parked until the leader's
 SyncGroup arrives and the group metadata is written to `__consumer_offsets`.
 Version notes: v3+ static membership; v5 carries the protocol type and name the member expects
 (INCONSISTENT_GROUP_PROTOCOL on a mismatch) and the answer names them.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext, handles
-from protocol.messages import sync_group as messages
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.protocol.messages import sync_group as messages
 
 
 @handles(messages.API, "0-5")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from protocol.schema import Api
+from epoch_broker.protocol.schema import Api
 
 
 def _discover() -> dict[int, Api]:

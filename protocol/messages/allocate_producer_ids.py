@@ -9,7 +9,7 @@ AllocateProducerIdsRequest.json / AllocateProducerIdsResponse.json (v0, flexible
 conformance test lists it as an API without a reference file.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "AllocateProducerIdsRequest", api_key=67, kind="request", versions="0", flexible="0+",

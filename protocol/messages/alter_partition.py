@@ -9,7 +9,7 @@ AlterPartitionRequest.json / AlterPartitionResponse.json (v0-3, flexible from v0
 spec conformance test lists it as an API without a reference file.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "AlterPartitionRequest", api_key=56, kind="request", versions="0-3", flexible="0+",

@@ -8,7 +8,7 @@ the response must stay empty: librdkafka before 2.2.0 (Debian's kcat) misreads t
 Clients: aiokafka sends v0, kafkajs v2, confluent-kafka/kcat v3, kafka-python v4.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "ApiVersionsRequest", api_key=18, kind="request", versions="0-4", flexible="3+",

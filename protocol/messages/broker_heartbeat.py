@@ -6,7 +6,7 @@ metadata offset; the answer says whether it is caught up, fenced or should shut 
 Clients: never sent by clients.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "BrokerHeartbeatRequest", api_key=63, kind="request", versions="0-1", flexible="0+",

@@ -6,7 +6,7 @@ with the controller and gets a broker epoch.
 Clients: never sent by clients.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "BrokerRegistrationRequest", api_key=62, kind="request", versions="0-4", flexible="0+",

@@ -6,7 +6,7 @@ stops. v0 uses request header v0 (no client id).
 Clients: never sent by clients.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "ControlledShutdownRequest", api_key=7, kind="request", versions="0-3", flexible="3+",

@@ -5,7 +5,7 @@ Add partitions to existing topics.
 Clients: not sent in the measured flows.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "CreatePartitionsRequest", api_key=37, kind="request", versions="0-3", flexible="2+",

@@ -5,7 +5,7 @@ Create topics with a partition count and replication factor or explicit assignme
 Clients: confluent-kafka v4, kafka-python v7, aiokafka/kafkajs v3; kcat has no admin.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "CreateTopicsRequest", api_key=19, kind="request", versions="0-7", flexible="5+",

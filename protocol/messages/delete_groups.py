@@ -8,7 +8,7 @@ DeleteGroupsResponse.json (v0-2, flexible from 2), so the spec conformance test 
 reference file.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "DeleteGroupsRequest", api_key=42, kind="request", versions="0-2", flexible="2+",

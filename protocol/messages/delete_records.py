@@ -5,7 +5,7 @@ Advance a partition's log start offset (admin delete-records).
 Clients: not sent in the measured flows.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "DeleteRecordsRequest", api_key=21, kind="request", versions="0-2", flexible="2+",

@@ -5,7 +5,7 @@ Delete topics by name (v0-5) or by name or topic id (v6).
 Clients: confluent-kafka v4, kafka-python v6, aiokafka v3, kafkajs v1.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "DeleteTopicsRequest", api_key=20, kind="request", versions="0-6", flexible="4+",

@@ -6,7 +6,7 @@ Clients: kafka-python v1 for describe_cluster(), only when advertised (otherwise
 librdkafka never sends it in the measured flows.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "DescribeClusterRequest", api_key=60, kind="request", versions="0-1", flexible="0+",

@@ -5,7 +5,7 @@ Describe topic or broker configuration entries.
 Clients: not sent in the measured flows; only advertise it once a handler exists.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "DescribeConfigsRequest", api_key=32, kind="request", versions="0-4", flexible="4+",

@@ -5,7 +5,7 @@ State, protocol and members of groups (admin tools).
 Clients: not sent in the measured produce, consume and group flows.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "DescribeGroupsRequest", api_key=15, kind="request", versions="0-5", flexible="5+",

@@ -13,7 +13,7 @@ ElectLeadersRequest.json / ElectLeadersResponse.json, so the spec conformance te
 without a reference file.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "ElectLeadersRequest", api_key=43, kind="request", versions="0-2", flexible="2+",

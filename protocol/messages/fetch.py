@@ -9,7 +9,7 @@ last_fetched_epoch), aiokafka/kcat/kafkajs v11 (current epoch -1); kafkajs needs
 Narrowed: v0-3 (old message formats) and v17 (ReplicaDirectoryId, KIP-853) are not declared.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "FetchRequest", api_key=1, kind="request", versions="4-16", flexible="12+",

@@ -6,7 +6,7 @@ v0-3 ask for one key; v4+ batch several keys into coordinators[].
 Clients: confluent-kafka/kcat/kafkajs v2, kafka-python v6, aiokafka v1.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "FindCoordinatorRequest", api_key=10, kind="request", versions="0-6", flexible="3+",

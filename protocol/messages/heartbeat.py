@@ -6,7 +6,7 @@ tells the member to rejoin.
 Clients: confluent-kafka/kcat/kafkajs v3, kafka-python v4, aiokafka v1.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "HeartbeatRequest", api_key=12, kind="request", versions="0-4", flexible="4+",

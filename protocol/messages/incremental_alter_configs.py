@@ -9,7 +9,7 @@ IncrementalAlterConfigsRequest.json / IncrementalAlterConfigsResponse.json, so t
 lists it as an API without a reference file.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "IncrementalAlterConfigsRequest", api_key=44, kind="request", versions="0-1", flexible="1+",

@@ -6,7 +6,7 @@ v3+ may bump the epoch of an existing producer id (KIP-360).
 Clients: aiokafka knows only v0, kafkajs only v1; confluent-kafka/kcat/kafka-python send v4.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "InitProducerIdRequest", api_key=22, kind="request", versions="0-5", flexible="2+",

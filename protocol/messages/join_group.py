@@ -6,7 +6,7 @@ MEMBER_ID_REQUIRED may only go to v4+: kafkajs breaks if v0-v3 get it.
 Clients: JoinGroup v5 from confluent-kafka, aiokafka, kcat and kafkajs; kafka-python v7.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "JoinGroupRequest", api_key=11, kind="request", versions="0-9", flexible="6+",

@@ -6,7 +6,7 @@ replicas per partition. The broker becomes leader or follower and truncates acco
 Clients: never sent by clients; only our controller sends it.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 LEADER_AND_ISR_PARTITION_STATE = [
     Field("topic_name", "string", "0-1"),

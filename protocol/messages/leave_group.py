@@ -6,7 +6,7 @@ aiokafka sends it only if generation > 0, so generations start at 1.
 Clients: confluent-kafka/aiokafka/kcat v1, kafka-python v5, kafkajs v3.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "LeaveGroupRequest", api_key=13, kind="request", versions="0-5", flexible="4+",

@@ -6,7 +6,7 @@ Clients: not sent in the measured flows.
 Narrowed: v5 (TypesFilter, KIP-848) is not declared.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "ListGroupsRequest", api_key=16, kind="request", versions="0-4", flexible="3+",

@@ -9,7 +9,7 @@ Clients: confluent-kafka sends v7, kafka-python v9, aiokafka/kafkajs v3, kcat v2
 Narrowed: v0 (MaxNumOffsets and the old offsets array) is not declared.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "ListOffsetsRequest", api_key=2, kind="request", versions="1-9", flexible="6+",

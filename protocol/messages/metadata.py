@@ -8,7 +8,7 @@ at v8-v10. topic_id is v10+; a null topic name with a topic id is usable only at
 Clients: confluent-kafka and kafka-python send v12, aiokafka v5, kcat v4, kafkajs v6.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "MetadataRequest", api_key=3, kind="request", versions="0-12", flexible="9+",

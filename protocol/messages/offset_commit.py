@@ -7,7 +7,7 @@ Clients: confluent-kafka v9, kafka-python v8, aiokafka v3, kcat v7, kafkajs v5.
 Narrowed: v0-1 (no retention time; commit timestamps) are not declared; clients need >= 2.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "OffsetCommitRequest", api_key=8, kind="request", versions="2-9", flexible="8+",

@@ -8,7 +8,7 @@ OffsetDeleteRequest.json / OffsetDeleteResponse.json (v0, not flexible), so the 
 conformance test lists it as an API without a reference file.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "OffsetDeleteRequest", api_key=47, kind="request", versions="0", flexible="none",

@@ -7,7 +7,7 @@ Clients: confluent-kafka v9, kafka-python v8, aiokafka v3, kcat v7, kafkajs v4.
 Narrowed: v0 (offsets stored in ZooKeeper) is not declared.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "OffsetFetchRequest", api_key=9, kind="request", versions="1-9", flexible="6+",

@@ -8,7 +8,7 @@ Clients: confluent-kafka sends exactly v2, kafka-python v3-4 (both only if adver
 aiokafka, kcat and kafkajs never send it.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "OffsetForLeaderEpochRequest", api_key=23, kind="request", versions="0-4", flexible="4+",

@@ -14,7 +14,7 @@ Kafka broker skips it as an unknown tag. 10000 is far above any tag Kafka assign
 cannot collide with a future upstream field.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "ProduceRequest", api_key=0, kind="request", versions="3-10", flexible="9+",

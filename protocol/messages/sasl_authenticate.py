@@ -5,7 +5,7 @@ Carry SASL tokens inside Kafka frames (KIP-152).
 Clients: only with SASL configured; not sent in the measured flows.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "SaslAuthenticateRequest", api_key=36, kind="request", versions="0-2", flexible="2+",

@@ -5,7 +5,7 @@ Choose a SASL mechanism; v1 means SaslAuthenticate requests carry the tokens.
 Clients: only with SASL configured; not sent in the measured flows.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "SaslHandshakeRequest", api_key=17, kind="request", versions="0-1", flexible="none",

@@ -6,7 +6,7 @@ the leader epoch per partition.
 Clients: never sent by clients; only our controller sends it.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "StopReplicaRequest", api_key=5, kind="request", versions="0-4", flexible="2+",

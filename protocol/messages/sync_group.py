@@ -5,7 +5,7 @@ The leader sends the assignments; every member gets its own.
 Clients: v3 from confluent-kafka, aiokafka, kcat and kafkajs; kafka-python v5.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
     "SyncGroupRequest", api_key=14, kind="request", versions="0-5", flexible="4+",

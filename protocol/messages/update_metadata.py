@@ -6,7 +6,7 @@ leaders, leader epochs, ISR) that brokers serve in Metadata responses.
 Clients: never sent by clients; only our controller sends it.
 """
 
-from protocol.schema import Api, Field, Message
+from epoch_broker.protocol.schema import Api, Field, Message
 
 UPDATE_METADATA_PARTITION_STATE = [
     Field("topic_name", "string", "0-4"),

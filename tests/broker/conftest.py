@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from broker.app import Broker
-from broker.client import KafkaClient
-from broker.config import build_config
-from protocol.messages import create_topics, produce
-from protocol.records import build_batch
+from epoch_broker.broker.app import Broker
+from epoch_broker.broker.config import build_config
+from epoch_broker.client.aio import KafkaClient
+from epoch_broker.protocol.messages import create_topics, produce
+from epoch_broker.protocol.records import build_batch
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ import time
 from typing import Any
 
 import pytest
-
-from broker.app import Broker
-from broker.client import ConnectionClosed, KafkaClient
-from broker.config import build_config
-from broker.dispatch import FaultRule
-from protocol.errors import ErrorCode
-from protocol.messages import (
+from epoch_broker.broker.app import Broker
+from epoch_broker.broker.config import build_config
+from epoch_broker.broker.network.dispatch import FaultRule
+from epoch_broker.client.aio import ConnectionClosed, KafkaClient
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import (
     api_versions,
     create_partitions,
     create_topics,
@@ -29,7 +28,8 @@ from protocol.messages import (
     metadata,
     offset_for_leader_epoch,
 )
-from protocol.records import build_batch, iter_batches, iter_records
+from epoch_broker.protocol.records import build_batch, iter_batches, iter_records
+
 from tests.broker.conftest import batch, create_topic, produce_to
 
 INT32_MIN = -(2**31)

@@ -7,12 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from broker.admin import alter_faults
-from broker.app import Broker
-from broker.client import KafkaClient
-from broker.faults import HIGH_WATERMARK_HELD, POWER_LOSS, POWER_LOSS_EXIT_STATUS, REPLICATION_PAUSED
-from protocol.errors import ErrorCode
-from protocol.messages import incremental_alter_configs, list_offsets
+from epoch_broker.broker.app import Broker
+from epoch_broker.broker.faults import HIGH_WATERMARK_HELD, POWER_LOSS, POWER_LOSS_EXIT_STATUS, REPLICATION_PAUSED
+from epoch_broker.client.aio import KafkaClient
+from epoch_broker.drill.admin import alter_faults
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import incremental_alter_configs, list_offsets
+
 from tests.broker.conftest import batch, create_topic, produce_to
 from tests.helpers import start_broker
 

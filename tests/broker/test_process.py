@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from broker.client import KafkaClient
-from protocol.errors import ErrorCode
-from protocol.messages import fetch, list_offsets, metadata, offset_for_leader_epoch
-from protocol.records import iter_batches, iter_records
+from epoch_broker.client.aio import KafkaClient
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import fetch, list_offsets, metadata, offset_for_leader_epoch
+from epoch_broker.protocol.records import iter_batches, iter_records
+
 from tests.broker.conftest import batch, create_topic, produce_to
 from tests.helpers import REPO, BrokerProcess, start_broker
 
@@ -151,7 +152,7 @@ async def test_acknowledged_records_survive_kill_9_with_fsync_every_append(tmp_p
 
 
 def test_a_bad_config_value_exits_2_with_one_line_naming_the_key(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "broker", "serve", "--override", "num.partitions=x"],
+    result = subprocess.run([sys.executable, "-m", "epoch_broker", "serve", "--override", "num.partitions=x"],
                             capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(REPO)}, timeout=30)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()

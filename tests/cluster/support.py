@@ -1,9 +1,9 @@
 """Real cluster processes for integration tests: `start_cluster(tmp_path, brokers=3, overrides) -> Cluster`.
 
-A controller and N brokers run as a user runs them, through broker/launcher.py's code (the same that
+A controller and N brokers run as a user runs them, through drill/launcher.py's code (the same that
 `epoch-broker cluster` and `epoch-broker admin` use), on free loopback ports, with their data, logs and
 cluster.json under tmp_path/cluster. Processes are signalled and stopped by the pids in cluster.json: only
-those this harness started. Requests go through broker/admin.py's helpers and broker/client.py's KafkaClient.
+those this harness started. Requests go through drill/admin.py's helpers and client/aio.py's KafkaClient.
 
 The helpers the cluster tests share live here too: creating a topic (and waiting for its leaders and ISRs),
 a partition's state as one broker or any running broker answers Metadata, exact requests (Produce,
@@ -24,12 +24,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
-from broker import admin, launcher
-from broker.admin import PartitionState
-from broker.client import KafkaClient
-from protocol.errors import ErrorCode
-from protocol.messages import create_topics, fetch, list_offsets, offset_for_leader_epoch
-from protocol.records import LOG_OVERHEAD, iter_batches, iter_records
+from epoch_broker.client.aio import KafkaClient
+from epoch_broker.drill import admin, launcher
+from epoch_broker.drill.admin import PartitionState
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import create_topics, fetch, list_offsets, offset_for_leader_epoch
+from epoch_broker.protocol.records import LOG_OVERHEAD, iter_batches, iter_records
+
 from tests.broker.conftest import batch, produce_to
 from tests.helpers import REPO, free_port
 
@@ -80,7 +81,7 @@ class Cluster:
 
     def admin(self, *args: str) -> subprocess.CompletedProcess[str]:
         """`epoch-broker admin --cluster DIR *args` as a user runs it."""
-        return subprocess.run([sys.executable, "-m", "broker", "admin", "--cluster", str(self.directory), *args],
+        return subprocess.run([sys.executable, "-m", "epoch_broker", "admin", "--cluster", str(self.directory), *args],
                               capture_output=True, text=True, timeout=60, cwd=REPO)
 
     async def elect(self, topic: str, partition: int, leader: int | None = None, unclean: bool = False) -> str:

@@ -11,10 +11,10 @@ import subprocess
 from typing import Any
 
 import pytest
+from epoch_broker.broker.config import KEYS, load_config
+from epoch_broker.drill.launcher import CONTROLLER_NODE_ID, DRILL_DEFAULTS
 
-from broker.__main__ import _parse_args
-from broker.config import KEYS, load_config
-from broker.launcher import CONTROLLER_NODE_ID, DRILL_DEFAULTS
+from epoch_broker.__main__ import _parse_args
 from tests.helpers import REPO
 
 COMPOSE_FILE = REPO / "docker-compose.yml"

@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from broker.config import BrokerConfig
-from broker.controller.controller import Controller, NewTopic, PartitionChangeResult
-from broker.controller.records import BrokerFenceRecord, PartitionChangeRecord, from_json, to_json
-from broker.controller.store import FileMetadataStore
-from broker.metadata_cache import MetadataCache, PartitionState
-from protocol.errors import ErrorCode
+from epoch_broker.broker.config import BrokerConfig
+from epoch_broker.broker.controller.controller import Controller, NewTopic, PartitionChangeResult
+from epoch_broker.broker.controller.store.file import FileMetadataStore
+from epoch_broker.broker.metadata.image import MetadataCache, PartitionState
+from epoch_broker.broker.metadata.records import BrokerFenceRecord, PartitionChangeRecord, from_json, to_json
+from epoch_broker.protocol.errors import ErrorCode
 
 SESSION_MS = 9000
 

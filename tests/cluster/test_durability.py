@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from epoch_broker.protocol.errors import ErrorCode
 
-from protocol.errors import ErrorCode
 from tests.cluster.support import Cluster, create_topic, list_offset, partition_state, wait_for
 
 pytestmark = pytest.mark.slow

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import find_coordinator, offset_fetch
 
-from protocol.errors import ErrorCode
-from protocol.messages import find_coordinator, offset_fetch
 from tests.cluster.support import Cluster, create_topic, wait_for
 
 pytestmark = pytest.mark.slow

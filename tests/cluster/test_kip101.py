@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from epoch_broker.broker.app import MAINTENANCE_INTERVAL_S
+from epoch_broker.broker.faults import HIGH_WATERMARK_HELD, POWER_LOSS
+from epoch_broker.drill import launcher
+from epoch_broker.drill.admin import PartitionState
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import fetch, metadata
+from epoch_broker.storage.leader_epoch import FILE_NAME as EPOCH_CHECKPOINT
+from epoch_broker.storage.log_manager import HIGH_WATERMARK_FILE
 
-from broker import launcher
-from broker.admin import PartitionState
-from broker.app import MAINTENANCE_INTERVAL_S
-from broker.faults import HIGH_WATERMARK_HELD, POWER_LOSS
-from protocol.errors import ErrorCode
-from protocol.messages import fetch, metadata
-from storage.leader_epoch import FILE_NAME as EPOCH_CHECKPOINT
-from storage.log_manager import HIGH_WATERMARK_FILE
 from tests.cluster.support import (
     Cluster,
     DiskBatch,

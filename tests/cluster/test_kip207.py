@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from epoch_broker.broker.faults import HIGH_WATERMARK_HELD, REPLICATION_PAUSED
+from epoch_broker.broker.replica.partition import DEBUGGING
+from epoch_broker.protocol.errors import ErrorCode
 
-from broker.faults import HIGH_WATERMARK_HELD, REPLICATION_PAUSED
-from broker.handlers.list_offsets import DEBUGGING
-from protocol.errors import ErrorCode
 from tests.broker.conftest import batch, produce_to
 from tests.cluster.support import (
     EARLIEST,

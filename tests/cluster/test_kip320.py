@@ -22,13 +22,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from epoch_broker.broker.faults import REPLICATION_PAUSED
+from epoch_broker.client.aio import KafkaClient
+from epoch_broker.drill import admin
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import fetch, metadata
+from epoch_broker.protocol.records import iter_batches
 
-from broker import admin
-from broker.client import KafkaClient
-from broker.faults import REPLICATION_PAUSED
-from protocol.errors import ErrorCode
-from protocol.messages import fetch, metadata
-from protocol.records import iter_batches
 from tests.cluster.support import (
     Cluster,
     create_topic,

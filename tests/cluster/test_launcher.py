@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from epoch_broker.broker.faults import POWER_LOSS, REPLICATION_PAUSED
+from epoch_broker.drill import launcher
+from epoch_broker.drill.admin import AdminError, fetch_metadata
 
-from broker import launcher
-from broker.admin import AdminError, fetch_metadata
-from broker.faults import POWER_LOSS, REPLICATION_PAUSED
 from tests.cluster.support import Cluster, create_topic, produce, wait_for, wait_state
 from tests.helpers import REPO
 
@@ -40,7 +40,7 @@ def free_base_port(brokers: int) -> int:
 
 
 def epoch_broker(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "broker", *args], capture_output=True, text=True, timeout=60,
+    return subprocess.run([sys.executable, "-m", "epoch_broker", *args], capture_output=True, text=True, timeout=60,
                           cwd=REPO)
 
 
@@ -68,7 +68,7 @@ def read_until(proc: subprocess.Popen[str], marker: str, timeout: float = 60.0) 
 def test_cluster_command_runs_four_processes_that_admin_drives_and_ctrl_c_stops(tmp_path: Path) -> None:
     data = tmp_path / "cluster-data"
     base = free_base_port(3)
-    proc = subprocess.Popen([sys.executable, "-m", "broker", "cluster", "--brokers", "3", "--data-dir", str(data),
+    proc = subprocess.Popen([sys.executable, "-m", "epoch_broker", "cluster", "--brokers", "3", "--data-dir", str(data),
                              "--base-port", str(base)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, cwd=REPO)
     cluster: launcher.ClusterFile | None = None

@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from epoch_broker.broker.app import Broker
+from epoch_broker.broker.config import BrokerConfig, Endpoint
+from epoch_broker.broker.controller.channel import EmbeddedChannel, OnRecords
+from epoch_broker.broker.controller.controller import Controller, NewTopic
+from epoch_broker.broker.controller.store.file import FileMetadataStore
+from epoch_broker.broker.replica.partition import Partition
+from epoch_broker.client.aio import KafkaClient
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import fetch, list_offsets, produce
 
-from broker.app import Broker
-from broker.client import KafkaClient
-from broker.config import BrokerConfig, Endpoint
-from broker.controller.channel import EmbeddedChannel, OnRecords
-from broker.controller.controller import Controller, NewTopic
-from broker.controller.store import FileMetadataStore
-from broker.partition import Partition
-from protocol.errors import ErrorCode
-from protocol.messages import fetch, list_offsets, produce
 from tests.broker.conftest import batch
 
 TOPIC = "replicated"

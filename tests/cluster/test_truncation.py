@@ -44,12 +44,12 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as CkPartition
+from epoch_broker.broker.faults import REPLICATION_PAUSED
+from epoch_broker.protocol.errors import ErrorCode
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KpPartition
 from kafka.errors import LogTruncationError
 
-from broker.faults import REPLICATION_PAUSED
-from protocol.errors import ErrorCode
 from tests.cluster.support import (
     Cluster,
     DiskBatch,

@@ -12,15 +12,20 @@ import uuid
 from typing import Any
 
 import pytest
-
-from broker.config import BrokerConfig, Endpoint
-from broker.controller.records import PartitionRecord, RemoveTopicRecord, TopicRecord
-from broker.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, OffsetToCommit, java_string_hash, partition_for
-from broker.groups import records
-from broker.groups.group import GroupState
-from broker.metadata_cache import MetadataCache
-from protocol.errors import ErrorCode
-from protocol.records import iter_batches, iter_records
+from epoch_broker.broker.config import BrokerConfig, Endpoint
+from epoch_broker.broker.groups import records
+from epoch_broker.broker.groups.coordinator import (
+    OFFSETS_TOPIC,
+    GroupCoordinator,
+    OffsetToCommit,
+    java_string_hash,
+    partition_for,
+)
+from epoch_broker.broker.groups.group import GroupState
+from epoch_broker.broker.metadata.image import MetadataCache
+from epoch_broker.broker.metadata.records import PartitionRecord, RemoveTopicRecord, TopicRecord
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.records import iter_batches, iter_records
 
 SESSION_MS = 6000
 
@@ -38,7 +43,7 @@ class FakeReplicaManager:
 
     async def append_internal(self, topic: str, partition: int, batch: bytearray) -> int:
         if self.fail_appends:
-            from protocol.errors import KafkaError
+            from epoch_broker.protocol.errors import KafkaError
 
             raise KafkaError("injected", ErrorCode.NOT_ENOUGH_REPLICAS)
         log = self.logs.setdefault((topic, partition), [])
@@ -278,7 +283,7 @@ async def test_the_last_member_leaving_empties_the_group(coordinator: Any) -> No
 
 async def test_session_timeout_expires_a_silent_member(broker: FakeBroker, coordinator: Any,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("broker.group_coordinator.MIN_SESSION_TIMEOUT_MS", 100)
+    monkeypatch.setattr("epoch_broker.broker.groups.coordinator.MIN_SESSION_TIMEOUT_MS", 100)
     a = await join_member(coordinator, session_ms=300)
     b = await join_member(coordinator, session_ms=300)
     results = await asyncio.gather(join(coordinator, a, session_ms=300), join(coordinator, b, session_ms=300))
@@ -293,7 +298,7 @@ async def test_session_timeout_expires_a_silent_member(broker: FakeBroker, coord
 
 async def test_a_pending_member_that_never_returns_stops_blocking_the_join(coordinator: Any,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("broker.group_coordinator.MIN_SESSION_TIMEOUT_MS", 100)
+    monkeypatch.setattr("epoch_broker.broker.groups.coordinator.MIN_SESSION_TIMEOUT_MS", 100)
     (a,), generation = await stable_group(coordinator, 1)
     await join_member(coordinator, session_ms=200)  # gets an id, never comes back
     result = await asyncio.wait_for(join(coordinator, a, protocols=[("range", b"x")]), 2)
@@ -380,7 +385,7 @@ async def test_the_offsets_topic_is_created_lazily_by_the_first_group_request(br
 
 async def test_loading_after_a_restart_runs_in_the_background(broker: FakeBroker, coordinator: Any,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("broker.group_coordinator.LOAD_YIELD_RECORDS", 2)
+    monkeypatch.setattr("epoch_broker.broker.groups.coordinator.LOAD_YIELD_RECORDS", 2)
     for partition in range(3):
         assert await commit(coordinator, partition=partition, offset=10 + partition) == [ErrorCode.NONE]
     await coordinator.stop()

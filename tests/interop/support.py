@@ -166,7 +166,7 @@ def run_tansu(log_path: Path) -> Iterator[Target]:
 
 
 class CliBroker:
-    """Our broker run the way a user runs it (`python -m broker serve --override ...`), on a fixed port and
+    """Our broker run the way a user runs it (`python -m epoch_broker serve --override ...`), on a fixed port and
     data dir so that restart() brings back the same broker. Used when tests/helpers.py is not available."""
 
     def __init__(self, tmp: Path, overrides: dict[str, str]) -> None:
@@ -179,10 +179,10 @@ class CliBroker:
         self.start()
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "broker", "serve"]
+        cmd = [sys.executable, "-m", "epoch_broker", "serve"]
         for k, v in self.cfg.items():
             cmd += ["--override", f"{k}={v}"]
-        with open(self.tmp / "broker.log", "ab") as log:
+        with open(self.tmp / "epoch_broker.broker.log", "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          cwd=REPO)
         wait_port(self.port, timeout=30)

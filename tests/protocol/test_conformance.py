@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from protocol.messages import APIS
-from protocol.schema import Field, Message, snake_case
-from protocol.versions import VersionRange
+from epoch_broker.protocol.messages import APIS
+from epoch_broker.protocol.schema import Field, Message, snake_case
+from epoch_broker.protocol.versions import VersionRange
 
 SPEC_DIR = Path(
     os.environ.get("KAFKA_PROTOCOL_SPEC", Path(__file__).resolve().parents[3] / "shared" / "kafka-protocol-spec")

@@ -14,12 +14,12 @@ import struct
 from datetime import timedelta
 
 import pytest
+from epoch_broker.protocol.messages import APIS, fetch, metadata, produce
+from epoch_broker.protocol.schema import DecodeError, Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_roundtrip import sample
 
-from protocol.messages import APIS, fetch, metadata, produce
-from protocol.schema import DecodeError, Message
+from tests.protocol.test_roundtrip import sample
 
 SEEDS: list[tuple[Message, int, bytes]] = []
 for _key, _api in sorted(APIS.items()):

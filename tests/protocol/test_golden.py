@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from protocol.headers import REQUEST_HEADER, encode_request_header
-from protocol.messages import APIS
+from epoch_broker.protocol.headers import REQUEST_HEADER, encode_request_header
+from epoch_broker.protocol.messages import APIS
 
 GOLDEN = Path(__file__).parent / "golden" / "requests"
 INDEX: list[dict[str, Any]] = json.loads((GOLDEN / "index.json").read_text())

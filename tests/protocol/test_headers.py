@@ -1,13 +1,13 @@
 """Request/response headers and the per-API header version rules."""
 
-from protocol.headers import (
+from epoch_broker.protocol.headers import (
     decode_request_header,
     decode_response_header,
     encode_request_header,
     encode_response_header,
     peek_request,
 )
-from protocol.messages import APIS
+from epoch_broker.protocol.messages import APIS
 
 
 def test_flexible_request_header_keeps_client_id_as_a_classic_string() -> None:

@@ -7,11 +7,8 @@ import pathlib
 import struct
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from protocol.errors import CorruptRecordError, ErrorCode, UnsupportedForMessageFormat
-from protocol.records import (
+from epoch_broker.protocol.errors import CorruptRecordError, ErrorCode, UnsupportedForMessageFormat
+from epoch_broker.protocol.records import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     Compression,
@@ -24,6 +21,8 @@ from protocol.records import (
     stamp_log_append_time,
     validate_batch,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "records"
 RECORDS = [

@@ -15,9 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from protocol.messages import APIS, api_versions, fetch, metadata, offset_commit
-from protocol.schema import Field, Message
+from epoch_broker.protocol.messages import APIS, api_versions, fetch, metadata, offset_commit
+from epoch_broker.protocol.schema import Field, Message
 
 VARIANTS = ("values", "nulls", "empties")
 

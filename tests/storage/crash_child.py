@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 import sys
 
-from protocol.records import build_batch
-from storage.log import LogConfig
-from storage.log_manager import LogManager
+from epoch_broker.protocol.records import build_batch
+from epoch_broker.storage.log import LogConfig
+from epoch_broker.storage.log_manager import LogManager
 
 CONFIG = LogConfig(segment_bytes=64 * 1024, index_interval_bytes=1024)
 

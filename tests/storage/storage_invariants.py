@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from protocol.records import iter_batches, parse_header, validate_batch
-from storage.leader_epoch import EpochEntry
-from storage.log import PartitionLog
+from epoch_broker.protocol.records import iter_batches, parse_header, validate_batch
+from epoch_broker.storage.leader_epoch import EpochEntry
+from epoch_broker.storage.log import PartitionLog
 
 
 def batches_of(log: PartitionLog) -> list[bytes]:

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-
-from storage.leader_epoch import FILE_NAME, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, EpochEntry, LeaderEpochCache
+from epoch_broker.storage.leader_epoch import (
+    FILE_NAME,
+    UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET,
+    EpochEntry,
+    LeaderEpochCache,
+)
 
 UNDEFINED = (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
 E = EpochEntry

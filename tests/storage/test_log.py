@@ -9,13 +9,12 @@ import socket
 import struct
 
 import pytest
-
-from protocol.errors import CorruptRecordError, OffsetOutOfRange, UnsupportedForMessageFormat
-from protocol.records import Compression, build_batch, iter_batches, iter_records, validate_batch
-from storage.leader_epoch import EpochEntry
-from storage.log import LogConfig, PartitionLog, UnexpectedAppendOffset
-from storage.log_manager import CLEAN_SHUTDOWN_FILE, HIGH_WATERMARK_FILE, LogManager
-from storage.producer_state import Verdict
+from epoch_broker.protocol.errors import CorruptRecordError, OffsetOutOfRange, UnsupportedForMessageFormat
+from epoch_broker.protocol.records import Compression, build_batch, iter_batches, iter_records, validate_batch
+from epoch_broker.storage.leader_epoch import EpochEntry
+from epoch_broker.storage.log import LogConfig, PartitionLog, UnexpectedAppendOffset
+from epoch_broker.storage.log_manager import CLEAN_SHUTDOWN_FILE, HIGH_WATERMARK_FILE, LogManager
+from epoch_broker.storage.producer_state import Verdict
 
 SMALL = LogConfig(segment_bytes=1024, index_interval_bytes=128)
 

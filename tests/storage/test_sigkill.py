@@ -17,11 +17,11 @@ import sys
 import time
 
 import pytest
-from crash_child import CONFIG, batches_below, epoch_for, records_for
-from storage_invariants import batches_of, expected_epochs
+from epoch_broker.protocol.records import iter_records, parse_header
+from epoch_broker.storage.log_manager import LogManager
 
-from protocol.records import iter_records, parse_header
-from storage.log_manager import LogManager
+from tests.storage.crash_child import CONFIG, batches_below, epoch_for, records_for
+from tests.storage.storage_invariants import batches_of, expected_epochs
 
 CHILD = pathlib.Path(__file__).with_name("crash_child.py")
 ROOT = pathlib.Path(__file__).parents[2]
@@ -61,7 +61,7 @@ def run(tmp_path: pathlib.Path, iterations: int) -> None:
     rng = random.Random(seed)
     print(f"CRASH_SEED={seed}")  # shown on failure: rerun with it to replay the same kill schedule
     log_dir = str(tmp_path / "logs")
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{CHILD.parent}"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     progress = []
     for iteration in range(iterations):
         child = subprocess.Popen(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import CONTROLLER, RequestContext, handles
-from protocol.errors import ErrorCode
-from protocol.messages import alter_partition
+from epoch_broker.broker.network.dispatch import CONTROLLER, RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import alter_partition
 
 Response = alter_partition.RESPONSE.cls
 TopicData = alter_partition.RESPONSE.TopicData

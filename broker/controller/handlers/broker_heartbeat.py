@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import CONTROLLER, RequestContext, handles
-from protocol.messages import broker_heartbeat
+from epoch_broker.broker.network.dispatch import CONTROLLER, RequestContext, handles
+from epoch_broker.protocol.messages import broker_heartbeat
 
 Response = broker_heartbeat.RESPONSE.cls
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import CONTROLLER, RequestContext, handles
-from protocol.errors import ErrorCode
-from protocol.messages import broker_registration
+from epoch_broker.broker.network.dispatch import CONTROLLER, RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import broker_registration
 
 Response = broker_registration.RESPONSE.cls
 

@@ -1,6 +1,6 @@
 """Fetch · v13-16 · (controller) brokers pull the metadata log: `__cluster_metadata` partition 0, by topic id.
 
-Behaviour: records from fetch_offset to the end, as one batch (broker/controller/metadata_log.py), high
+Behaviour: records from fetch_offset to the end, as one batch (broker/metadata/metadata_log.py), high
 watermark = the controller's end offset; with nothing new, waits up to max_wait_ms for a commit (long poll, no
 polling). Any other topic: UNKNOWN_TOPIC_ID; a fetch offset past the end: OFFSET_OUT_OF_RANGE.
 Version notes: v13+ only, since partitions are named by topic id.
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.controller import metadata_log
-from broker.dispatch import CONTROLLER, RequestContext, handles
-from protocol.errors import ErrorCode
-from protocol.messages import fetch
+from epoch_broker.broker.metadata import metadata_log
+from epoch_broker.broker.network.dispatch import CONTROLLER, RequestContext, handles
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import fetch
 
 Response = fetch.RESPONSE.cls
 TopicResponse = fetch.RESPONSE.FetchableTopicResponse

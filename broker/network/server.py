@@ -21,9 +21,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from broker.dispatch import CloseConnection, Dispatcher
-from broker.partition import FileRecords
-from protocol.framing import FrameDecoder, FrameError
+from epoch_broker.broker.network.dispatch import CloseConnection, Dispatcher
+from epoch_broker.protocol.connection import ServerConnection
+from epoch_broker.protocol.framing import FrameDecoder, FrameError
+from epoch_broker.storage.file_records import FileRecords
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ class KafkaConnection(asyncio.Protocol):
     def __init__(self, server: KafkaServer) -> None:
         self.server = server
         self.decoder = FrameDecoder(server.max_frame_size)
+        self.protocol = ServerConnection(server.dispatcher.registry)  # this connection's request rules
         self.in_flight: deque[asyncio.Task] = deque()
         self.transport: Any = None
         self.socket_fd = -1
@@ -65,7 +67,8 @@ class KafkaConnection(asyncio.Protocol):
         self.decoder.receive_data(data)
         try:
             while (frame := self.decoder.next_frame()) is not None:
-                task = self.server.loop.create_task(self.server.dispatcher.handle_frame(frame, self.peer))
+                task = self.server.loop.create_task(self.server.dispatcher.handle_frame(frame, self.peer,
+                                                                                       self.protocol))
                 self.in_flight.append(task)
                 task.add_done_callback(self._write_ready)
         except FrameError as exc:

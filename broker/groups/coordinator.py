@@ -40,11 +40,11 @@ from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.controller.records import RemoveTopicRecord
-from broker.groups import records
-from broker.groups.group import CommittedOffset, Group, GroupState, Member
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import build_batch
+from epoch_broker.broker.groups import records
+from epoch_broker.broker.groups.group import CommittedOffset, Group, GroupState, Member
+from epoch_broker.broker.metadata.records import RemoveTopicRecord
+from epoch_broker.protocol.errors import ErrorCode, KafkaError
+from epoch_broker.protocol.records import build_batch
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from broker.controller.records import (
+from epoch_broker.broker.metadata.records import (
     BrokerFenceRecord,
     ClusterRecord,
     PartitionChangeRecord,

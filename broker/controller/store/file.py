@@ -1,6 +1,6 @@
-"""Where the controller keeps cluster metadata: a `MetadataStore`, replayed at start.
+"""`FileMetadataStore`: the controller's metadata in a file of the data dir, replayed at start.
 
-`FileMetadataStore` format: the file `cluster-metadata.log` in the data dir, UTF-8 JSON lines, one metadata
+Format: the file `cluster-metadata.log` in the data dir, UTF-8 JSON lines, one metadata
 record per line (see records.py for the record types), appended and fsynced before `append` returns::
 
     {"type":"ClusterRecord","cluster_id":"..."}
@@ -14,31 +14,17 @@ Rules:
   anywhere else is corruption and stops the start: guessing at cluster metadata is worse than failing.
 - Synchronous file code, like storage/: the controller calls it on the event loop; appends are rare
   (topic changes, registrations, fencing, ISR changes, producer-id blocks).
-- Another backend (ZooKeeper, a Raft quorum) implements the same two methods.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol
+from typing import Any
 
-from broker.controller.records import from_json, to_json
+from epoch_broker.broker.controller.store import CorruptMetadataLog
+from epoch_broker.broker.metadata.records import from_json, to_json
 
 FILE_NAME = "cluster-metadata.log"
-
-
-class MetadataStore(Protocol):
-    def load(self) -> list[Any]:
-        """Every record appended so far, in order."""
-
-    def append(self, records: list[Any]) -> None:
-        """Make `records` durable, in order, before returning."""
-
-    def close(self) -> None: ...
-
-
-class CorruptMetadataLog(Exception):
-    pass
 
 
 class FileMetadataStore:

@@ -1,6 +1,6 @@
 """`epoch-broker serve [server.properties] [--override key=value ...]`: run one broker (with its controller).
-`epoch-broker cluster ...` starts a controller and N brokers (broker/launcher.py); `epoch-broker admin ...`
-drives them (broker/admin.py).
+`epoch-broker cluster ...` starts a controller and N brokers (drill/launcher.py); `epoch-broker admin ...`
+drives them (drill/admin.py).
 
 Prints one ready line to stdout once the broker answers requests:
     epoch-broker: node 0 listening on 127.0.0.1:9092
@@ -18,8 +18,8 @@ import signal
 import sys
 from typing import Any
 
-from broker import launcher
-from broker.config import BrokerConfig, ConfigError, load_config
+from epoch_broker.broker.config import BrokerConfig, ConfigError, load_config
+from epoch_broker.drill import launcher
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -39,11 +39,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 async def _serve(config: BrokerConfig) -> None:
     # Imported after the config is known good: keeps `--help` and bad configs fast.
     if config.process_roles == {"controller"}:
-        from broker.controller.server import ControllerServer
+        from epoch_broker.broker.controller.server import ControllerServer
 
         broker: Any = ControllerServer(config)
     else:
-        from broker.app import Broker
+        from epoch_broker.broker.app import Broker
 
         broker = Broker(config)
     stop = asyncio.Event()
@@ -63,7 +63,7 @@ async def _serve(config: BrokerConfig) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["admin"]:  # its client and protocol imports stay out of `serve`'s start and `--help`
-        from broker import admin
+        from epoch_broker.drill import admin
 
         return admin.main(argv[1:])
     args = _parse_args(argv)

@@ -3,13 +3,13 @@
 Rules:
 - Partitions follow the metadata (`apply_metadata`): a replica assigned here gets a Partition and a log; a
   removed topic loses both; a leadership with a newer epoch is taken before any request sees the partition.
-- Produce appends only on the leader, after the KIP-320/359 epoch check; every batch is validated (framing,
-  magic, CRC32C, message.max.bytes) and the idempotent producer's sequence checked before a byte is written.
-- A partition followed here goes to the replica fetcher of its leader (`broker/replication.py`) on every new
+- Every per-partition rule (epoch checks, min.insync.replicas, the idempotence verdict, DivergingEpoch, read
+  bounds, KIP-207, truncation) is `Partition`'s; this module finds the partition, follows the metadata and
+  schedules what a partition's decision asks for (AlterPartition, a fetcher hand-over).
+- A partition followed here goes to the replica fetcher of its leader (`broker/replica/replica_fetcher.py`) on every new
   leader or leader epoch; one led here is taken from the fetchers.
-- acks=all needs min.insync.replicas in the ISR before the append (NOT_ENOUGH_REPLICAS) and completes when
-  the high watermark passes the batch (`Partition.wait_for_replication`, the delayed-produce purgatory); on one
-  broker that is right after the local append.
+- acks=all completes when the high watermark passes the batch (`Partition.wait_for_replication`, the
+  delayed-produce purgatory); on one broker that is right after the local append.
 - ISR (leader): a follower fetch that reaches the high watermark and the leader's epoch start adds the
   follower; a periodic check (every replica.lag.time.max.ms / 2) removes followers that have not caught up
   within replica.lag.time.max.ms. Both go to the controller as AlterPartition, one in flight per partition.
@@ -24,42 +24,24 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
-from broker.config import BrokerConfig, topic_config
-from broker.controller.channel import ControllerChannel
-from broker.controller.controller import NewTopic
-from broker.controller.records import RemoveTopicRecord
-from broker.faults import BrokerFaults
-from broker.metadata_cache import MetadataCache, TopicState
-from broker.partition import Partition
-from broker.replication import ReplicaFetchers
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import iter_batches, iter_records
-from storage.log import LONG_MAX, LogConfig
-from storage.log_manager import LogManager
-from storage.producer_state import Verdict
+from epoch_broker.broker.config import BrokerConfig, topic_config
+from epoch_broker.broker.controller.channel import ControllerChannel
+from epoch_broker.broker.controller.controller import NewTopic
+from epoch_broker.broker.faults import BrokerFaults
+from epoch_broker.broker.metadata.image import MetadataCache, TopicState
+from epoch_broker.broker.metadata.records import RemoveTopicRecord
+from epoch_broker.broker.replica.partition import FetchResult, Partition
+from epoch_broker.broker.replica.replica_fetcher import ReplicaFetchers
+from epoch_broker.protocol.errors import ErrorCode, KafkaError
+from epoch_broker.protocol.records import iter_batches, iter_records
+from epoch_broker.storage.log import LONG_MAX, LogConfig
+from epoch_broker.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 
-_VERDICT_ERRORS = {
-    Verdict.OUT_OF_ORDER_SEQUENCE: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-    Verdict.INVALID_PRODUCER_EPOCH: ErrorCode.INVALID_PRODUCER_EPOCH,
-}
-
-
 INTERNAL_APPEND_TIMEOUT_S = 5.0
-
-
-@dataclass(slots=True)
-class AppendResult:
-    error: ErrorCode = ErrorCode.NONE
-    base_offset: int = -1
-    last_offset: int = -1
-    log_append_time: int = -1
-    log_start_offset: int = -1
-    message: str | None = None
 
 
 def log_config_for(config: BrokerConfig, topic_configs: dict[str, Any]) -> LogConfig:
@@ -122,8 +104,7 @@ class ReplicaManager:
                 partition = Partition(topic.name, index, topic.topic_id, partition_log, self.node_id, configs,
                                       self.faults)
                 hosted[index] = self.partitions[(topic.name, index)] = partition
-            partition.configs = configs
-            partition.log.config = log_config_for(self.config, configs)
+            partition.configure(configs, log_config_for(self.config, configs))
             followed = partition.leader_id, partition.leader_epoch
             if partition.update(state.leader, state.leader_epoch, state.partition_epoch, state.replicas, state.isr,
                                 _now_ms()):
@@ -140,8 +121,7 @@ class ReplicaManager:
         for partition in self.partitions_by_topic_id.pop(topic_id, {}).values():
             del self.partitions[(partition.topic, partition.index)]
             self.fetchers.unfollow(partition)
-            partition.leader_id = -1
-            partition.wake_waiters()
+            partition.remove()
             self.log_manager.delete_log(partition.topic, partition.index)
 
     def remove_strays(self) -> None:
@@ -165,53 +145,6 @@ class ReplicaManager:
 
     # -- produce ------------------------------------------------------------------------------------
 
-    def append(self, partition: Partition, records: Any, current_leader_epoch: int = -1,
-               acks_all: bool = False) -> AppendResult:
-        """Validate and append one partition's batches as leader (the frame bytes are stamped in place)."""
-        error = partition.leader_error(current_leader_epoch)
-        if error != ErrorCode.NONE:
-            return AppendResult(error)
-        min_isr = partition.configs["min.insync.replicas"]
-        if acks_all and len(partition.isr) < min_isr:
-            return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS,
-                                message=f"ISR {list(partition.isr)} is smaller than min.insync.replicas {min_isr}")
-        partition_log = partition.log
-        try:
-            duplicate = self._check_batches(partition, records)
-            if duplicate is not None:
-                return duplicate
-            info = partition_log.append_as_leader(records, partition.leader_epoch)
-        except KafkaError as exc:
-            return AppendResult(exc.code, message=str(exc))
-        partition.maybe_advance_high_watermark()
-        # Followers long-polling for data must see it now, although the high watermark has not moved (it moves
-        # only once they have it): otherwise every acks=all produce waits out a follower's fetch max wait.
-        partition.wake_waiters()
-        return AppendResult(ErrorCode.NONE, info.first_offset, info.last_offset, info.log_append_time,
-                            partition_log.log_start_offset)
-
-    @staticmethod
-    def _check_batches(partition: Partition, records: Any) -> AppendResult | None:
-        """message.max.bytes and the idempotent producer's sequence; a duplicate batch is answered as the
-        original was (DUPLICATE_SEQUENCE_NUMBER is success to the producer)."""
-        max_bytes = partition.configs["max.message.bytes"]
-        producer_state = partition.log.producer_state
-        for _, header in iter_batches(records):
-            if header.total_size > max_bytes:
-                return AppendResult(ErrorCode.MESSAGE_TOO_LARGE,
-                                    message=f"batch of {header.total_size} bytes > max.message.bytes {max_bytes}")
-            if header.producer_id < 0:
-                continue
-            check = producer_state.check_and_update(header.producer_id, header.producer_epoch,
-                                                    header.base_sequence, header.last_sequence)
-            if check.verdict is Verdict.DUPLICATE:
-                return AppendResult(ErrorCode.NONE, check.first_offset, check.last_offset, -1,
-                                    partition.log.log_start_offset)
-            if check.verdict is not Verdict.OK:
-                return AppendResult(_VERDICT_ERRORS[check.verdict],
-                                    message=f"producer {header.producer_id}: {check.verdict.value}")
-        return None
-
     # -- fetch --------------------------------------------------------------------------------------
 
     def release_waiters(self) -> None:
@@ -231,13 +164,16 @@ class ReplicaManager:
 
     # -- leader: follower fetches and the ISR ---------------------------------------------------------
 
-    def on_follower_fetch(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
-        """A follower fetch passed the epoch check: note its log end, maybe move the high watermark, and add
-        it to the ISR once it caught up (a fenced broker stays out: the controller would refuse it)."""
-        partition.record_follower_fetch(replica_id, fetch_offset, _now_ms())
-        if (partition.pending_isr is None and partition.can_join_isr(replica_id)
+    def fetch(self, partition: Partition, fetch_offset: int, current_leader_epoch: int, last_fetched_epoch: int,
+              replica_id: int, max_bytes: int, first_batch_whole: bool, record_follower_fetch: bool) -> FetchResult:
+        """One partition of a Fetch; a follower's fetch that makes it eligible adds it to the ISR (a fenced broker
+        stays out: the controller would refuse it)."""
+        result = partition.fetch_records(fetch_offset, current_leader_epoch, last_fetched_epoch, replica_id,
+                                         max_bytes, first_batch_whole, record_follower_fetch, _now_ms())
+        if (result.follower_fetch_recorded and partition.can_join_isr(replica_id)
                 and replica_id in self.metadata.live_brokers):
             self._alter_isr(partition, (*partition.isr, replica_id))
+        return result
 
     async def _check_isr(self) -> None:
         lag_max_ms = self.config.replica_lag_time_max_ms
@@ -245,8 +181,6 @@ class ReplicaManager:
             await asyncio.sleep(lag_max_ms / 2000)
             now_ms = _now_ms()
             for partition in list(self.partitions.values()):
-                if not partition.is_leader or partition.pending_isr is not None:
-                    continue
                 lagging = partition.out_of_sync(now_ms, lag_max_ms)
                 if lagging:
                     log.info("%s-%d: followers %s not caught up within %d ms: leaving the ISR", partition.topic,
@@ -254,30 +188,27 @@ class ReplicaManager:
                     self._alter_isr(partition, tuple(r for r in partition.isr if r not in lagging))
 
     def _alter_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
-        partition.pending_isr = new_isr
-        task = asyncio.create_task(self._send_alter_partition(partition, new_isr))
+        leader_epoch, partition_epoch = partition.begin_isr_change(new_isr)
+        task = asyncio.create_task(self._send_alter_partition(partition, new_isr, leader_epoch, partition_epoch))
         self._alter_tasks.add(task)
         task.add_done_callback(self._alter_tasks.discard)
 
-    async def _send_alter_partition(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+    async def _send_alter_partition(self, partition: Partition, new_isr: tuple[int, ...], leader_epoch: int,
+                                    partition_epoch: int) -> None:
+        answer = None
         try:
-            result = await self.channel.alter_partition(
-                self.node_id, self.broker_epoch(), partition.topic_id, partition.index, partition.leader_epoch,
-                partition.partition_epoch, new_isr)
+            result = await self.channel.alter_partition(self.node_id, self.broker_epoch(), partition.topic_id,
+                                                        partition.index, leader_epoch, partition_epoch, new_isr)
         except (OSError, KafkaError) as exc:
             log.warning("%s-%d: AlterPartition to %s failed: %s", partition.topic, partition.index, list(new_isr), exc)
-            result = None
-        if partition.pending_isr is not new_isr:
-            return  # a new leader epoch voided the request
-        partition.pending_isr = None
-        if result is not None and result.error == ErrorCode.NONE:
-            partition.apply_isr_change(result.leader_epoch, result.partition_epoch, result.isr)
-        elif result is not None:
-            # The metadata will settle it (INELIGIBLE_REPLICA: a fenced follower; stale epochs: newer records).
-            log.info("%s-%d: AlterPartition to %s refused: %s", partition.topic, partition.index, list(new_isr),
-                     result.error.name)
-        if partition.is_leader:
-            partition.maybe_advance_high_watermark()  # the maximal ISR may have shrunk
+        else:
+            if result.error == ErrorCode.NONE:
+                answer = result.leader_epoch, result.partition_epoch, result.isr
+            else:
+                # The metadata will settle it (INELIGIBLE_REPLICA: a fenced follower; stale epochs: newer records).
+                log.info("%s-%d: AlterPartition to %s refused: %s", partition.topic, partition.index, list(new_isr),
+                         result.error.name)
+        partition.complete_isr_change(new_isr, answer)
 
     # -- internal topics (the group coordinator's __consumer_offsets) -------------------------------
 
@@ -309,7 +240,7 @@ class ReplicaManager:
         hosted = self.get(topic, partition)
         if hosted is None:
             raise KafkaError(f"{topic}-{partition} is not hosted here", self.lookup_error(topic, partition))
-        result = self.append(hosted, batch, acks_all=True)
+        result = hosted.append_records_to_leader(batch, acks_all=True)
         if result.error != ErrorCode.NONE:
             raise KafkaError(result.message or "", result.error)
         error = await hosted.wait_for_replication(result.last_offset, timeout_s)

@@ -6,13 +6,11 @@ Rules:
   follower for a new leader or leader epoch; `unfollow` takes it back (it leads, it has no leader, it was
   deleted). A fetcher left without partitions stops.
 - Every hand-over truncates before fetching: OffsetForLeaderEpoch v4 for the follower's latest epoch, then
-  Kafka's rule (`_truncate`): down to min(the leader's end of the answered epoch, our own end of it). If we
-  never had the answered epoch (KIP-279), we cut to the end of our largest epoch below it and ask again. An
-  undefined answer, or no epoch of ours to ask about, keeps the log: a follower never truncates to its high
-  watermark (KIP-101 scenario 1).
+  Kafka's rule (`Partition.truncate_to_epoch_end`), asking again while it says so (KIP-279). No epoch of ours
+  to ask about keeps the log: a follower never truncates to its high watermark (KIP-101 scenario 1).
 - Fetch v13+ from the log end with current_leader_epoch and last_fetched_epoch. A DivergingEpoch answer
-  truncates by the same rule instead of appending; batches are appended as they came (opaque bytes: the log
-  takes their epochs from the headers), and the follower's high watermark is min(the leader's, its log end).
+  truncates by the same rule instead of appending; batches are appended as they came
+  (`Partition.append_as_follower`: opaque bytes, the log takes their epochs from the headers).
 - Errors: FENCED_LEADER_EPOCH and NOT_LEADER_OR_FOLLOWER park the partition until the metadata gives a new
   epoch (a new hand-over); OFFSET_OUT_OF_RANGE below the leader's log start restarts the log there; the rest
   (UNKNOWN_LEADER_EPOCH: the leader has not seen the epoch yet) retry after a backoff.
@@ -31,12 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from broker.client import KafkaClient
-from broker.faults import BrokerFaults
-from broker.metadata_cache import MetadataCache
-from broker.partition import Partition
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import fetch, offset_for_leader_epoch
+from epoch_broker.broker.faults import BrokerFaults
+from epoch_broker.broker.metadata.image import MetadataCache
+from epoch_broker.broker.replica.partition import Partition
+from epoch_broker.client.aio import KafkaClient
+from epoch_broker.protocol.errors import ErrorCode, KafkaError
+from epoch_broker.protocol.messages import fetch, offset_for_leader_epoch
 
 log = logging.getLogger(__name__)
 
@@ -67,26 +65,6 @@ class FetchState:
 
 def _key(partition: Partition) -> PartitionKey:
     return partition.topic_id, partition.index
-
-
-def _truncate(partition: Partition, epoch: int, end_offset: int) -> bool:
-    """Truncate to the leader's (epoch, end offset) for our history; returns False if we must ask again."""
-    partition_log = partition.log
-    log_end = partition_log.log_end_offset
-    if epoch < 0 or end_offset < 0:
-        return True  # the leader knows nothing of our epochs: nothing tells us to cut
-    own_epoch, own_end = partition_log.end_offset_for_epoch(epoch)
-    if own_epoch < 0:  # we track no epoch that old: the leader's offset is all we have
-        target, done = min(end_offset, log_end), True
-    elif own_epoch != epoch:  # we never had the leader's epoch: cut to our epoch below it, then ask again
-        target, done = min(own_end, log_end), False
-    else:
-        target, done = min(own_end, end_offset, log_end), True
-    if target < log_end:
-        log.info("%s-%d: truncating from %d to %d (leader epoch %d ends at %d)", partition.topic, partition.index,
-                 log_end, target, epoch, end_offset)
-        partition_log.truncate_to(target)
-    return done
 
 
 class ReplicaFetcher:
@@ -202,7 +180,8 @@ class ReplicaFetcher:
                     if answer.error_code != ErrorCode.NONE:
                         self._on_error(state, ErrorCode(answer.error_code), "OffsetForLeaderEpoch")
                     else:
-                        state.truncating = not _truncate(state.partition, answer.leader_epoch, answer.end_offset)
+                        done = state.partition.truncate_to_epoch_end(answer.leader_epoch, answer.end_offset)
+                        state.truncating = not done
 
     async def _fetch(self, client: KafkaClient) -> None:
         states = self._ready(truncating=False)
@@ -246,32 +225,23 @@ class ReplicaFetcher:
     def _apply(self, state: FetchState, fetch_offset: int, answer: Any) -> None:
         """One partition's fetch answer: truncate, append or note the error."""
         partition = state.partition
-        partition_log = partition.log
         error = ErrorCode(answer.error_code)
         if error == ErrorCode.OFFSET_OUT_OF_RANGE and fetch_offset < answer.log_start_offset:
-            log.info("%s-%d: offset %d is below the leader's log start %d: restarting the log there",
-                     partition.topic, partition.index, fetch_offset, answer.log_start_offset)
-            partition_log.truncate_fully_and_start_at(answer.log_start_offset)
+            partition.truncate_fully_and_start_at(answer.log_start_offset)
             return
         if error != ErrorCode.NONE:
             self._on_error(state, error, "Fetch")
             return
         diverging = answer.diverging_epoch
         if diverging.epoch >= 0 or diverging.end_offset >= 0:
-            state.truncating = not _truncate(partition, diverging.epoch, diverging.end_offset)
+            state.truncating = not partition.truncate_to_epoch_end(diverging.epoch, diverging.end_offset)
             return
         try:
-            if answer.records:
-                partition_log.append_as_follower(answer.records)
-            partition_log.high_watermark = answer.high_watermark  # bounded by our log end
-            if answer.log_start_offset > partition_log.log_start_offset:
-                partition_log.delete_records_before(answer.log_start_offset)  # the leader's retention
+            partition.append_as_follower(answer.records, answer.high_watermark, answer.log_start_offset)
         except KafkaError as exc:
             log.warning("%s-%d: cannot append from the leader at %d: %s", partition.topic, partition.index,
                         fetch_offset, exc)
             self._back_off(state)
-            return
-        partition.wake_waiters()
 
     async def _wait_for_work(self) -> None:
         """Nothing to send: wait for a hand-over, or for the earliest backoff to end."""

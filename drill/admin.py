@@ -5,7 +5,7 @@
 - `fault`: IncrementalAlterConfigs v1 on the broker resource (type 4) of one node, sent to that node: the
   fault hooks of broker/faults.py. `fault.power.loss` makes the broker exit without answering, so a closed
   connection is its success.
-- `kill`, `pause`, `resume`, `restart`: signals by the pids in DIR/cluster.json (broker/launcher.py's code).
+- `kill`, `pause`, `resume`, `restart`: signals by the pids in DIR/cluster.json (drill/launcher.py's code).
 - `status`: every process and whether it runs, then each partition's leader, leader epoch and ISR from a
   Metadata request.
 
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker import launcher
-from broker.client import ConnectionClosed, KafkaClient
-from broker.faults import POWER_LOSS
-from protocol.errors import ErrorCode
-from protocol.messages import elect_leaders, incremental_alter_configs, metadata
+from epoch_broker.broker.faults import POWER_LOSS
+from epoch_broker.client.aio import ConnectionClosed, KafkaClient
+from epoch_broker.drill import launcher
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import elect_leaders, incremental_alter_configs, metadata
 
 REQUEST_TIMEOUT_S = 5.0  # a paused (SIGSTOP) process accepts connections but never answers
 BROKER_RESOURCE = 4

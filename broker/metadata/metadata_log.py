@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.controller.records import from_json, to_json
-from protocol.records import build_batch, iter_batches, iter_records, validate_batch
+from epoch_broker.broker.metadata.records import from_json, to_json
+from epoch_broker.protocol.records import build_batch, iter_batches, iter_records, validate_batch
 
 METADATA_TOPIC_ID = (1).to_bytes(16, "big")  # Kafka's Uuid.METADATA_TOPIC_ID: AAAAAAAAAAAAAAAAAAAAAQ
 

@@ -9,7 +9,8 @@ Rules:
   response is due (Produce with acks=0). It may be a coroutine function when it has to wait (long-poll
   Fetch, acks=all, group joins); state is mutated on the event loop between awaits.
 - `Dispatcher.handle_frame` turns one request frame into the response parts (bytes and, for Fetch, file
-  slices sent with sendfile). Malformed input that cannot be answered raises `CloseConnection`. A handler
+  slices sent with sendfile). The per-connection request rules (unknown key or version, malformed input,
+  ApiVersions answered in v0) are protocol/connection.py's; a violation raises `CloseConnection`. A handler
   that meets a KafkaError from below (the controller refusing, a storage error) or an unreachable controller
   (ConnectionError) gets an answer with that code (REQUEST_TIMED_OUT for the latter) in every error field.
 - Fault hooks (`FaultHooks`) sit in the product, not in tests: a drill can make an API answer an error, delay
@@ -27,11 +28,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.framing import frame_size_prefix
-from protocol.headers import decode_request_header, encode_response_header, peek_request
-from protocol.schema import Api, DecodeError, Field, UnsupportedVersionError
-from protocol.versions import VersionRange
+from epoch_broker.protocol.connection import ProtocolViolation, ServerConnection
+from epoch_broker.protocol.errors import ErrorCode, KafkaError
+from epoch_broker.protocol.schema import Api, Field
+from epoch_broker.protocol.versions import VersionRange
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ CONTROLLER = "controller"
 # Per process role, API key -> handler: a controller-only process answers a different set of APIs (and its
 # own Fetch, of the metadata log) than a broker.
 REGISTRY: dict[str, dict[int, Registration]] = {BROKER: {}, CONTROLLER: {}}
-HANDLER_PACKAGES = ("broker.handlers", "broker.controller.handlers")
+HANDLER_PACKAGES = ("epoch_broker.broker.handlers", "epoch_broker.broker.controller.handlers")
 
 
 def handles(api: Api, versions: str, roles: tuple[str, ...] = (BROKER,)) -> Callable[[Handler], Handler]:
@@ -185,63 +185,40 @@ class Dispatcher:
         self.ready = asyncio.Event()
         self.ready.set()
 
-    async def handle_frame(self, frame: bytearray, peer: str) -> list | None:
-        """Decode, run the handler, encode. Returns the framed response parts, or None when none is due."""
+    async def handle_frame(self, frame: bytearray, peer: str, connection: ServerConnection) -> list | None:
+        """Decode (by the connection's rules), run the handler, encode. Returns the framed response parts, or
+        None when none is due."""
         try:
-            api_key, api_version, correlation_id = peek_request(frame)
-        except DecodeError as exc:
+            registration, request = connection.receive_request(frame)
+        except ProtocolViolation as exc:
             raise CloseConnection(str(exc)) from exc
-        registration = self.registry.get(api_key)
-        if registration is None:
-            raise CloseConnection(f"unknown API key {api_key}")
+        assert isinstance(registration, Registration)
         api = registration.api
-        supported = api_version in registration.versions
-        if not supported and api.key != Api.API_VERSIONS_KEY:
-            # Kafka closes the connection: the client should have negotiated with ApiVersions first.
-            raise CloseConnection(f"{api.name} v{api_version} is not supported")
         if not self.ready.is_set():
             await self.ready.wait()
-        context = RequestContext(api_key, api_version, correlation_id, None, self.broker, peer, not supported,
-                                 self.role)
-        request = None
-        if supported:
-            try:
-                header, body_start = decode_request_header(frame, api.request_header_version(api_version))
-                context.client_id = header.client_id
-                request = api.request.decode_from(memoryview(frame), api_version, body_start)[0]
-            except (DecodeError, UnsupportedVersionError) as exc:
-                raise CloseConnection(f"malformed {api.name} v{api_version} request: {exc}") from exc
-
-        rule = self.faults.take(api_key)
+        context = RequestContext(api.key, request.api_version, request.correlation_id, request.client_id,
+                                 self.broker, peer, request.unsupported, self.role)
+        body = request.body
+        rule = self.faults.take(api.key)
         if rule is not None:
             if rule.delay_s:
                 await asyncio.sleep(rule.delay_s)
             if rule.drop_connection:
                 raise CloseConnection(f"fault hook dropped {api.name}")
             if rule.error is not None:
-                response = error_response(api, request, rule.error)
-                return self.encode(api, context, response)
+                return ServerConnection.encode_response(request, error_response(api, body, rule.error))
 
         try:
             if registration.is_async:
-                response = await registration.handler(context, request)
+                response = await registration.handler(context, body)
             else:
-                response = registration.handler(context, request)
+                response = registration.handler(context, body)
         except KafkaError as exc:  # a layer below refused (the controller, a log): answered, not dropped
             log.warning("%s from %s answered %s: %s", api.name, peer, exc.code.name, exc)
-            response = error_response(api, request, exc.code)
+            response = error_response(api, body, exc.code)
         except ConnectionError as exc:  # the controller is unreachable: what Kafka answers a forward timeout
             log.warning("%s from %s answered REQUEST_TIMED_OUT: %s", api.name, peer, exc)
-            response = error_response(api, request, ErrorCode.REQUEST_TIMED_OUT)
+            response = error_response(api, body, ErrorCode.REQUEST_TIMED_OUT)
         if response is None:
             return None
-        return self.encode(api, context, response)
-
-    @staticmethod
-    def encode(api: Api, context: RequestContext, response: Any) -> list:
-        # An unsupported ApiVersions version is answered in v0 (KIP-511).
-        version = 0 if context.unsupported else context.api_version
-        parts = [b"", encode_response_header(context.correlation_id, api.response_header_version(version))]
-        api.response.encode_parts(response, version, parts)
-        parts[0] = frame_size_prefix(sum(len(p) for p in parts))
-        return parts
+        return ServerConnection.encode_response(request, response)

@@ -5,7 +5,7 @@ that the admin CLI, the cluster tests and the cluster benchmark share (docs/clus
   that starts it, so any tool can restart it later. `cluster.json` (`ClusterFile`) records them with their
   pids; it is written atomically (tmp, fsync, rename) because the admin CLI rewrites it on restart while
   other tools read it.
-- Every process is `python -m broker serve --override ...` in its own session (Ctrl-C in the launcher's
+- Every process is `python -m epoch_broker serve --override ...` in its own session (Ctrl-C in the launcher's
   terminal reaches only the launcher, which then stops brokers before the controller), with stdout and
   stderr appended to DIR/<name>.log. It is ready once its ready line appears in that log: a file, not a
   pipe, so a process restarted by a short-lived admin command does not write into a closed pipe later.
@@ -29,12 +29,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from broker.config import ConfigError, load_config
+from epoch_broker.broker.config import ConfigError, load_config
 
 CONTROLLER_NODE_ID = 1000
 CONTROLLER_PORT_OFFSET = 100
 CLUSTER_FILE = "cluster.json"
-# The children run the same code as this process, installed or not (`python -m broker` from a checkout).
+# The children run the same code as this process, installed or not (`python -m epoch_broker` from a checkout).
 SOURCE_ROOT = str(Path(__file__).resolve().parents[1])
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
@@ -126,7 +126,7 @@ class ClusterFile:
 
 
 def serve_argv(overrides: dict[str, str]) -> list[str]:
-    argv = [sys.executable, "-m", "broker", "serve"]
+    argv = [sys.executable, "-m", "epoch_broker", "serve"]
     for key, value in overrides.items():
         argv += ["--override", f"{key}={value}"]
     return argv

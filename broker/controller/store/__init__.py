@@ -1,0 +1,23 @@
+"""Where the controller keeps cluster metadata: a `MetadataStore`, replayed at start.
+
+Backends implement `load` and `append` (and `close`): `file.py` (the default, `cluster-metadata.log` in the
+data dir); the ZooKeeper-backed store lands beside it. The controller never knows which one it writes to.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class MetadataStore(Protocol):
+    def load(self) -> list[Any]:
+        """Every record appended so far, in order."""
+
+    def append(self, records: list[Any]) -> None:
+        """Make `records` durable, in order, before returning."""
+
+    def close(self) -> None: ...
+
+
+class CorruptMetadataLog(Exception):
+    """The stored metadata cannot be read back: the start stops (guessing at cluster metadata is worse)."""

@@ -1,0 +1,496 @@
+"""One partition on this broker: the one writer of its state and the one place a per-partition rule is decided
+(Kafka's `Partition`: `appendRecordsToLeader`, `fetchRecords`, `truncateTo`, `checkCurrentLeaderEpoch`).
+
+`ReplicaManager` routes requests here and schedules what a decision asks for (an AlterPartition, a fetcher
+hand-over); handlers turn the results into responses; the replica fetcher calls the follower side. Nobody else
+assigns a field of a Partition or writes its log (tests/broker/test_partition_ownership.py checks).
+
+Rules:
+- Becoming leader with a newer epoch records (epoch, log end offset) in the epoch cache, which checkpoints it,
+  before the partition accepts a produce (KIP-101): the epoch's start offset is on disk before its data.
+  Metadata with an older (leader epoch, partition epoch) is ignored (KIP-232).
+- KIP-320 (`check_leader_epoch`): -1 skips the check; equal serves; a lower epoch is FENCED_LEADER_EPOCH (74,
+  the client is behind); a higher one UNKNOWN_LEADER_EPOCH (75, we are behind). Every API checks it first,
+  then NOT_LEADER_OR_FOLLOWER off the leader (`leader_error`). Produce (KIP-359) takes the same check.
+- Produce (`append_records_to_leader`): the epoch check; acks=all needs min.insync.replicas in the ISR before
+  anything is appended (NOT_ENOUGH_REPLICAS); each batch within max.message.bytes; the idempotent producer's
+  sequence checked (a duplicate is answered with the original offsets); then offsets and the leader epoch are
+  stamped and the batches written.
+- Fetch (`fetch_records`): the epoch check; with last_fetched_epoch (v12+), a fetcher whose history diverged
+  from ours gets DivergingEpoch (where our history of that epoch ends) and no records; consumers read up to the
+  high watermark, followers up to the log end; a follower's fetch records its log end.
+- KIP-207: the log end at the moment of becoming leader is kept; until the high watermark reaches it, offsets
+  are not available to consumers (`fetch_offset_for_timestamp` answers OFFSET_NOT_AVAILABLE), unless the topic
+  allows unclean elections (a truncated history is accepted there anyway).
+- As leader, every follower fetch records the follower's log end and when it last caught up (Kafka's rule:
+  its fetch offset reached the leader's log end at this fetch or at the previous one). A follower that has not
+  fetched in the current leader epoch has an unknown log end, which holds the high watermark back.
+- The high watermark is the lowest log end over the maximal ISR: the ISR plus the members of a pending
+  AlterPartition (so an expansion never lets it pass a joining follower). It never moves backwards. When it
+  moves, or the ISR or leadership changes, waiting fetches and acks=all produces are woken through futures:
+  nothing polls.
+- ISR changes: one AlterPartition in flight (`begin_isr_change`); its answer counts only in the leader epoch
+  that asked (`complete_isr_change`).
+- Follower truncation (`truncate_to_epoch_end`): down to min(the leader's end of the answered epoch, our own
+  end of it); if we never had the answered epoch (KIP-279) we cut to the end of our largest epoch below it and
+  ask again; an undefined answer keeps the log. Never to the high watermark (KIP-101).
+- `fault.high.watermark.held`: follower fetches see `follower_high_watermark`, frozen at the value the high
+  watermark had when the hold began.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from epoch_broker.broker.faults import BrokerFaults
+from epoch_broker.protocol.errors import ErrorCode, KafkaError, OffsetOutOfRange
+from epoch_broker.protocol.records import iter_batches
+from epoch_broker.storage.file_records import FileRecords
+from epoch_broker.storage.log import LogConfig, PartitionLog
+from epoch_broker.storage.producer_state import Verdict
+
+log = logging.getLogger(__name__)
+
+CONSUMER = -1  # replica ids that are not brokers (Kafka's FetchRequest.CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID)
+DEBUGGING = -2
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3  # ListOffsets' special timestamps
+_VERDICT_ERRORS = {
+    Verdict.OUT_OF_ORDER_SEQUENCE: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    Verdict.INVALID_PRODUCER_EPOCH: ErrorCode.INVALID_PRODUCER_EPOCH,
+}
+
+
+@dataclass(slots=True)
+class AppendResult:
+    error: ErrorCode = ErrorCode.NONE
+    base_offset: int = -1
+    last_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    message: str | None = None
+
+
+@dataclass(slots=True)
+class FetchResult:
+    """One partition's part of a Fetch. `diverging_epoch` is (epoch, end offset) when the fetcher's log diverged."""
+
+    error: ErrorCode = ErrorCode.NONE
+    records: FileRecords | bytes = b""
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    diverging_epoch: tuple[int, int] | None = None
+    follower_fetch_recorded: bool = False
+
+
+@dataclass(slots=True)
+class OffsetAnswer:
+    """ListOffsets for one partition: the offset, the timestamp of its record, and its leader epoch."""
+
+    error: ErrorCode = ErrorCode.NONE
+    offset: int = -1
+    timestamp: int = -1
+    leader_epoch: int = -1
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """What the leader knows of one follower in the current leader epoch."""
+
+    log_end: int = -1  # unknown until it fetches in this epoch
+    last_caught_up_ms: float = 0.0
+    last_fetch_leader_end: int = -1  # the leader's log end at the previous fetch
+    last_fetch_ms: float = 0.0
+
+
+class Partition:
+    def __init__(self, topic: str, index: int, topic_id: bytes, log: PartitionLog, node_id: int,
+                 configs: dict[str, Any], faults: BrokerFaults) -> None:
+        self.topic = topic
+        self.index = index
+        self.topic_id = topic_id
+        self.log = log
+        self.node_id = node_id
+        self.configs = configs  # effective topic configs (config.topic_config)
+        self.leader_id = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.faults = faults
+        self.leader_log_end_at_election = 0  # KIP-207, and the start offset of the current leader epoch
+        self.followers: dict[int, FollowerState] = {}
+        self.pending_isr: tuple[int, ...] | None = None  # the ISR asked for by the AlterPartition in flight
+        self._held_high_watermark: int | None = None
+        self._waiters: set[asyncio.Future] = set()
+
+    def __repr__(self) -> str:
+        return f"Partition({self.topic}-{self.index}, leader={self.leader_id}, epoch={self.leader_epoch})"
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.node_id
+
+    # -- following the metadata ---------------------------------------------------------------------
+
+    def configure(self, configs: dict[str, Any], log_config: LogConfig) -> None:
+        """The topic's effective configs changed (or were first known)."""
+        self.configs = configs
+        self.log.config = log_config
+
+    def update(self, leader: int, leader_epoch: int, partition_epoch: int, replicas: tuple[int, ...],
+               isr: tuple[int, ...], now_ms: float) -> bool:
+        """Apply the controller's view of this partition; returns True if this broker just became its leader
+        (or, as leader, entered a new epoch)."""
+        if (leader_epoch, partition_epoch) < (self.leader_epoch, self.partition_epoch):
+            return False  # metadata never goes backwards (KIP-232)
+        new_leader_epoch = leader == self.node_id and leader_epoch > self.leader_epoch
+        changed = (leader, leader_epoch, isr) != (self.leader_id, self.leader_epoch, self.isr)
+        self.leader_id, self.leader_epoch, self.partition_epoch = leader, leader_epoch, partition_epoch
+        self.replicas, self.isr = replicas, isr
+        if new_leader_epoch:
+            end = self.log.log_end_offset
+            self.log.epoch_cache.assign(leader_epoch, end)  # checkpointed before any produce of the epoch
+            self.leader_log_end_at_election = end
+            self.pending_isr = None  # an answer for the old epoch is ignored (see `complete_isr_change`)
+            # Kafka's reset: ISR members count as caught up now, so the new leader does not drop them at once.
+            self.followers = {r: FollowerState(last_caught_up_ms=now_ms if r in isr else 0.0)
+                              for r in replicas if r != self.node_id}
+        if self.is_leader:
+            self.maybe_advance_high_watermark()
+        if changed:
+            self.wake_waiters()  # acks=all waiters re-check leadership and the ISR size
+        return new_leader_epoch
+
+    def remove(self) -> None:
+        """The topic was deleted: nobody leads here any more, and every waiter is answered."""
+        self.leader_id = -1
+        self.wake_waiters()
+
+    # -- the leader-epoch check (KIP-320, KIP-359) ----------------------------------------------------
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> ErrorCode:
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return ErrorCode.NONE
+        if current_leader_epoch < self.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+
+    def leader_error(self, current_leader_epoch: int) -> ErrorCode:
+        """The KIP-320 check, then NOT_LEADER_OR_FOLLOWER if this broker does not lead the partition."""
+        error = self.check_leader_epoch(current_leader_epoch)
+        if error == ErrorCode.NONE and not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return error
+
+    # -- produce --------------------------------------------------------------------------------------
+
+    def append_records_to_leader(self, records: Any, current_leader_epoch: int = -1,
+                                 acks_all: bool = False) -> AppendResult:
+        """Validate and append one partition's batches as leader (the frame bytes are stamped in place)."""
+        error = self.leader_error(current_leader_epoch)
+        if error != ErrorCode.NONE:
+            return AppendResult(error)
+        min_isr = self.configs["min.insync.replicas"]
+        if acks_all and len(self.isr) < min_isr:
+            return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                message=f"ISR {list(self.isr)} is smaller than min.insync.replicas {min_isr}")
+        try:
+            duplicate = self._check_batches(records)
+            if duplicate is not None:
+                return duplicate
+            info = self.log.append_as_leader(records, self.leader_epoch)
+        except KafkaError as exc:
+            return AppendResult(exc.code, message=str(exc))
+        self.maybe_advance_high_watermark()
+        # Followers long-polling for data must see it now, although the high watermark has not moved (it moves
+        # only once they have it): otherwise every acks=all produce waits out a follower's fetch max wait.
+        self.wake_waiters()
+        return AppendResult(ErrorCode.NONE, info.first_offset, info.last_offset, info.log_append_time,
+                            self.log.log_start_offset)
+
+    def _check_batches(self, records: Any) -> AppendResult | None:
+        """max.message.bytes and the idempotent producer's sequence; a duplicate batch is answered as the
+        original was (DUPLICATE_SEQUENCE_NUMBER is success to the producer)."""
+        max_bytes = self.configs["max.message.bytes"]
+        producer_state = self.log.producer_state
+        for _, header in iter_batches(records):
+            if header.total_size > max_bytes:
+                return AppendResult(ErrorCode.MESSAGE_TOO_LARGE,
+                                    message=f"batch of {header.total_size} bytes > max.message.bytes {max_bytes}")
+            if header.producer_id < 0:
+                continue
+            check = producer_state.check_and_update(header.producer_id, header.producer_epoch,
+                                                    header.base_sequence, header.last_sequence)
+            if check.verdict is Verdict.DUPLICATE:
+                return AppendResult(ErrorCode.NONE, check.first_offset, check.last_offset, -1,
+                                    self.log.log_start_offset)
+            if check.verdict is not Verdict.OK:
+                return AppendResult(_VERDICT_ERRORS[check.verdict],
+                                    message=f"producer {header.producer_id}: {check.verdict.value}")
+        return None
+
+    # -- fetch ----------------------------------------------------------------------------------------
+
+    def fetch_records(self, fetch_offset: int, current_leader_epoch: int, last_fetched_epoch: int,
+                      replica_id: int, max_bytes: int, first_batch_whole: bool, record_follower_fetch: bool,
+                      now_ms: float) -> FetchResult:
+        """One partition's Fetch: the epoch check, DivergingEpoch, the read bound (high watermark for consumers,
+        log end for followers), and, when `record_follower_fetch`, the follower's log end. Batches come as file
+        ranges, never decoded."""
+        error = self.leader_error(current_leader_epoch)
+        if error != ErrorCode.NONE:
+            if error == ErrorCode.FENCED_LEADER_EPOCH and replica_id >= 0:
+                # A replica fetching in an old epoch (KIP-320's zombie) is visible in this broker's log: the
+                # fetcher may be handed over (or stopped) before it reads the answer, so its own log cannot
+                # always say so. Once per hand-over: a fenced fetcher waits for newer metadata.
+                log.info("%s-%d: Fetch from replica %d in leader epoch %d fenced (the partition is in epoch %d)",
+                         self.topic, self.index, replica_id, current_leader_epoch, self.leader_epoch)
+            return FetchResult(error)
+        partition_log = self.log
+        result = FetchResult(log_start_offset=partition_log.log_start_offset,
+                             high_watermark=self.follower_high_watermark if replica_id >= 0
+                             else partition_log.high_watermark)
+        if last_fetched_epoch >= 0:
+            epoch, end_offset = partition_log.end_offset_for_epoch(last_fetched_epoch)
+            if end_offset < fetch_offset or epoch < last_fetched_epoch:
+                # The fetcher's log diverged from ours: tell it where our history of that epoch ends (and, as
+                # Kafka, do not take its fetch offset as its log end).
+                result.diverging_epoch = (epoch, end_offset)
+                return result
+        upper_bound = partition_log.log_end_offset if replica_id >= 0 else partition_log.high_watermark
+        try:
+            read = partition_log.read(fetch_offset, max_bytes, upper_bound, first_batch_whole)
+        except OffsetOutOfRange:
+            result.error = ErrorCode.OFFSET_OUT_OF_RANGE
+            return result
+        if read.size:
+            result.records = FileRecords(read.slices, read.size)
+        if record_follower_fetch and replica_id >= 0:
+            self._record_follower_fetch(replica_id, fetch_offset, now_ms)
+            result.follower_fetch_recorded = True
+            # the high watermark may have moved with this fetch: answer the new one
+            result.high_watermark = self.follower_high_watermark
+        return result
+
+    # -- offsets --------------------------------------------------------------------------------------
+
+    def last_offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int
+                                     ) -> tuple[ErrorCode, int, int]:
+        """OffsetsForLeaderEpoch on the leader: (error, the largest epoch at or below `leader_epoch`, its end)."""
+        error = self.leader_error(current_leader_epoch)
+        if error != ErrorCode.NONE:
+            return error, -1, -1
+        epoch, end_offset = self.log.end_offset_for_epoch(leader_epoch)
+        return ErrorCode.NONE, epoch, end_offset
+
+    @property
+    def offsets_available(self) -> bool:
+        """KIP-207: the new leader's high watermark has reached the log end it had when elected."""
+        return (self.log.high_watermark >= self.leader_log_end_at_election
+                or self.configs["unclean.leader.election.enable"])
+
+    def fetch_offset_for_timestamp(self, timestamp: int, current_leader_epoch: int, replica_id: int,
+                                   max_timestamp_supported: bool) -> OffsetAnswer:
+        """ListOffsets: EARLIEST, LATEST, MAX_TIMESTAMP or the first offset at or after a time.
+
+        Served by the leader; a debugging request (-2) also by a follower, from its own log. Consumers are
+        refused with OFFSET_NOT_AVAILABLE until KIP-207's condition holds, and bounded by the high watermark.
+        """
+        if replica_id == DEBUGGING:
+            error = self.check_leader_epoch(current_leader_epoch)
+        else:
+            error = self.leader_error(current_leader_epoch)
+        if error == ErrorCode.NONE and replica_id == CONSUMER and not self.offsets_available:
+            error = ErrorCode.OFFSET_NOT_AVAILABLE
+        if error != ErrorCode.NONE:
+            return OffsetAnswer(error)
+        partition_log = self.log
+        if timestamp == LATEST:
+            # Only consumers are bounded by the high watermark, as in Kafka: replicas (and debugging tools) get
+            # the log end; the KIP-207 exemption exists so that brokers can compare log lengths.
+            offset = partition_log.high_watermark if replica_id == CONSUMER else partition_log.log_end_offset
+            return OffsetAnswer(offset=offset, leader_epoch=self.leader_epoch)
+        if timestamp == EARLIEST:
+            offset = partition_log.log_start_offset
+            return OffsetAnswer(offset=offset, leader_epoch=partition_log.epoch_for_offset(offset))
+        if timestamp == MAX_TIMESTAMP and max_timestamp_supported:
+            # The first record carrying the largest timestamp of the log is the answer.
+            timestamp = max(segment.max_timestamp for segment in partition_log.segments)
+        found = partition_log.offset_for_timestamp(timestamp) if timestamp >= 0 else None
+        if found is None:
+            return OffsetAnswer()
+        offset, record_timestamp, epoch = found
+        return OffsetAnswer(offset=offset, timestamp=record_timestamp, leader_epoch=epoch)
+
+    def delete_records_on_leader(self, offset: int) -> tuple[ErrorCode, int]:
+        """DeleteRecords: move the log start to `offset` (-1: the high watermark); (error, new log start)."""
+        if not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
+        partition_log = self.log
+        if offset == -1:
+            offset = partition_log.high_watermark
+        if not 0 <= offset <= partition_log.high_watermark:
+            return ErrorCode.OFFSET_OUT_OF_RANGE, -1
+        partition_log.delete_records_before(offset)
+        return ErrorCode.NONE, partition_log.log_start_offset
+
+    # -- follower: truncation and appends -------------------------------------------------------------
+
+    def truncate_to_epoch_end(self, epoch: int, end_offset: int) -> bool:
+        """Truncate to the leader's (epoch, end offset) for our history; returns False if we must ask again."""
+        partition_log = self.log
+        log_end = partition_log.log_end_offset
+        if epoch < 0 or end_offset < 0:
+            return True  # the leader knows nothing of our epochs: nothing tells us to cut
+        own_epoch, own_end = partition_log.end_offset_for_epoch(epoch)
+        if own_epoch < 0:  # we track no epoch that old: the leader's offset is all we have
+            target, done = min(end_offset, log_end), True
+        elif own_epoch != epoch:  # we never had the leader's epoch: cut to our epoch below it, then ask again
+            target, done = min(own_end, log_end), False
+        else:
+            target, done = min(own_end, end_offset, log_end), True
+        if target < log_end:
+            log.info("%s-%d: truncating from %d to %d (leader epoch %d ends at %d)", self.topic, self.index,
+                     log_end, target, epoch, end_offset)
+            partition_log.truncate_to(target)
+        return done
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """The leader's log starts above our log end: ours restarts there, empty."""
+        log.info("%s-%d: offset %d is below the leader's log start %d: restarting the log there", self.topic,
+                 self.index, self.log.log_end_offset, offset)
+        self.log.truncate_fully_and_start_at(offset)
+
+    def append_as_follower(self, records: Any, leader_high_watermark: int, leader_log_start_offset: int) -> None:
+        """Batches from the leader, appended as they came (their epochs taken from their headers); the high
+        watermark follows the leader's (bounded by our log end), and so does the log start (its retention).
+        Raises KafkaError when the batches cannot be appended."""
+        partition_log = self.log
+        if records:
+            partition_log.append_as_follower(records)
+        partition_log.high_watermark = leader_high_watermark  # bounded by our log end
+        if leader_log_start_offset > partition_log.log_start_offset:
+            partition_log.delete_records_before(leader_log_start_offset)
+        self.wake_waiters()
+
+    # -- leader: followers, ISR, high watermark ------------------------------------------------------
+
+    @property
+    def maximal_isr(self) -> set[int]:
+        return set(self.isr).union(self.pending_isr or ())
+
+    def _record_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: float) -> None:
+        """A follower fetched from `fetch_offset` (its log end) in the current leader epoch."""
+        follower = self.followers.get(replica_id)
+        if follower is None:
+            return  # not an assigned replica
+        leader_end = self.log.log_end_offset
+        if fetch_offset >= leader_end:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, now_ms)
+        elif fetch_offset >= follower.last_fetch_leader_end:
+            follower.last_caught_up_ms = max(follower.last_caught_up_ms, follower.last_fetch_ms)
+        follower.log_end = fetch_offset
+        follower.last_fetch_leader_end, follower.last_fetch_ms = leader_end, now_ms
+        self.maybe_advance_high_watermark()
+
+    def can_join_isr(self, replica_id: int) -> bool:
+        """Kafka's expansion rule: caught up to the high watermark and into the leader's current epoch, and no
+        ISR change in flight."""
+        follower = self.followers.get(replica_id)
+        return (self.pending_isr is None and follower is not None and replica_id not in self.maximal_isr
+                and follower.log_end >= self.log.high_watermark
+                and follower.log_end >= self.leader_log_end_at_election)
+
+    def out_of_sync(self, now_ms: float, lag_max_ms: int) -> list[int]:
+        """ISR followers neither at the log end nor caught up within replica.lag.time.max.ms (none while an ISR
+        change is in flight)."""
+        if not self.is_leader or self.pending_isr is not None:
+            return []
+        leader_end = self.log.log_end_offset
+        return [r for r in self.isr if r != self.node_id and (follower := self.followers.get(r)) is not None
+                and follower.log_end != leader_end and now_ms - follower.last_caught_up_ms > lag_max_ms]
+
+    def begin_isr_change(self, new_isr: tuple[int, ...]) -> tuple[int, int]:
+        """An AlterPartition to `new_isr` is about to be sent: (leader epoch, partition epoch) it is sent in."""
+        self.pending_isr = new_isr
+        return self.leader_epoch, self.partition_epoch
+
+    def complete_isr_change(self, asked: tuple[int, ...], answer: tuple[int, int, tuple[int, ...]] | None) -> None:
+        """The AlterPartition for `asked` ended: `answer` is the committed (leader epoch, partition epoch, ISR),
+        None if it failed or was refused (the metadata settles it). A new leader epoch since voided it."""
+        if self.pending_isr is not asked:
+            return
+        self.pending_isr = None
+        if answer is not None:
+            leader_epoch, partition_epoch, isr = answer
+            # the metadata brings the same state, perhaps later or already
+            if leader_epoch == self.leader_epoch and partition_epoch > self.partition_epoch:
+                self.partition_epoch, self.isr = partition_epoch, isr
+                self.wake_waiters()
+        if self.is_leader:
+            self.maybe_advance_high_watermark()  # the maximal ISR may have shrunk
+
+    def maybe_advance_high_watermark(self) -> None:
+        ends = [self.log.log_end_offset]
+        for replica in self.maximal_isr - {self.node_id}:
+            follower = self.followers.get(replica)
+            ends.append(-1 if follower is None else follower.log_end)
+        high_watermark = min(ends)
+        current = self.log.high_watermark
+        if high_watermark > current:
+            if self.faults.high_watermark_held and self._held_high_watermark is None:
+                self._held_high_watermark = current  # the hold began before this first move
+            self.log.high_watermark = high_watermark
+            self.wake_waiters()
+
+    @property
+    def follower_high_watermark(self) -> int:
+        """The high watermark a follower fetch is answered with (frozen under `fault.high.watermark.held`)."""
+        if not self.faults.high_watermark_held:
+            self._held_high_watermark = None
+            return self.log.high_watermark
+        if self._held_high_watermark is None:
+            self._held_high_watermark = self.log.high_watermark
+        return self._held_high_watermark
+
+    # -- waiting for data or for the high watermark ---------------------------------------------------
+
+    def add_waiter(self, future: asyncio.Future) -> None:
+        self._waiters.add(future)
+
+    def remove_waiter(self, future: asyncio.Future) -> None:
+        self._waiters.discard(future)
+
+    def wake_waiters(self) -> None:
+        waiters, self._waiters = self._waiters, set()
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+
+    async def wait_for_replication(self, offset: int, timeout_s: float) -> ErrorCode:
+        """Delayed produce (acks=all): wait until the high watermark passes `offset`.
+
+        NOT_LEADER_OR_FOLLOWER if leadership is lost meanwhile, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR
+        shrinks below min.insync.replicas, REQUEST_TIMED_OUT at the timeout.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            if not self.is_leader:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if len(self.isr) < self.configs["min.insync.replicas"]:
+                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            if self.log.high_watermark > offset:
+                return ErrorCode.NONE
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return ErrorCode.REQUEST_TIMED_OUT
+            future = loop.create_future()
+            self.add_waiter(future)
+            try:
+                await asyncio.wait((future,), timeout=remaining)
+            finally:
+                self.remove_waiter(future)
