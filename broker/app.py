@@ -33,18 +33,22 @@ import os
 import sys
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from epoch_broker.broker.config import BrokerConfig, Endpoint, topic_config
 from epoch_broker.broker.controller.channel import ControllerChannel, EmbeddedChannel
 from epoch_broker.broker.controller.controller import Controller
 from epoch_broker.broker.controller.store.file import FileMetadataStore
-from epoch_broker.broker.faults import BrokerFaults
+from epoch_broker.broker.faults import POWER_LOSS_EXIT_STATUS, BrokerFaults
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.network.dispatch import Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
 from epoch_broker.broker.replica.replica_manager import ReplicaManager, log_config_for
+from epoch_broker.storage.fs import FileSystem
 from epoch_broker.storage.log_manager import LogManager
+
+if TYPE_CHECKING:  # imported on first use (`group_coordinator`)
+    from epoch_broker.broker.groups.coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +64,34 @@ class Broker:
         self.metadata = MetadataCache()
         self.incarnation_id = uuid.uuid4().bytes
         self.broker_epoch = -1
-        self.channel = channel  # made at start when not given (tests give several brokers one controller)
-        self.faults = BrokerFaults()
-        self.log_manager: LogManager | None = None
-        self.replica_manager: ReplicaManager | None = None
-        self._group_coordinator: Any = None  # made on first use (`group_coordinator`), or at start if needed
+        self._channel = channel  # made at start when not given (tests give several brokers one controller)
+        self.faults = BrokerFaults(on_power_loss=self._lose_power)
+        self._log_manager: LogManager | None = None
+        self._replica_manager: ReplicaManager | None = None
+        self._group_coordinator: GroupCoordinator | None = None  # made on first use, or at start if needed
         self.metadata_subscribers: list[Callable[[list[Any]], None]] = []  # after the replica manager
         self.server: KafkaServer | None = None
         self.dispatcher: Dispatcher | None = None
         self._producer_ids = iter(())
         self._maintenance: asyncio.Task | None = None
         self._unattached: list[Any] | None = []  # records applied before registration; None once attached
+
+    # -- the services handlers reach (broker/services.py): there once `start` has made them ---------
+
+    @property
+    def channel(self) -> ControllerChannel:
+        assert self._channel is not None, "not started"
+        return self._channel
+
+    @property
+    def log_manager(self) -> LogManager:
+        assert self._log_manager is not None, "not started"
+        return self._log_manager
+
+    @property
+    def replica_manager(self) -> ReplicaManager:
+        assert self._replica_manager is not None, "not started"
+        return self._replica_manager
 
     @property
     def advertised(self) -> Endpoint:
@@ -95,9 +116,9 @@ class Broker:
         """Start everything; returns the endpoint clients should use (with the real port if 0 was asked)."""
         config = self.config
         os.makedirs(config.data_dir, exist_ok=True)
-        if self.channel is None:
-            self.channel = self._make_channel()
-        await self.channel.start(self._on_metadata)
+        if self._channel is None:
+            self._channel = self._make_channel()
+        await self._channel.start(self._on_metadata)
         # Clients send admin requests to the controller id from Metadata: name this broker, which forwards them
         # (as KRaft brokers do), since a controller-only process is not among the brokers clients can reach.
         self.metadata.controller_id = self.node_id
@@ -105,14 +126,14 @@ class Broker:
             name: log_config_for(config, topic_config(config, topic.configs))
             for name, topic in self.metadata.topics_by_name.items()
         }
-        self.log_manager = LogManager.open(list(config.log_dirs), log_config_for(config, topic_config(config, {})),
-                                           topic_configs=topic_log_configs)
-        clean = all(self.log_manager.was_clean_shutdown.values())
-        log.info("loaded %d partition logs (%s)", len(self.log_manager.logs),
+        self._log_manager = LogManager.open(list(config.log_dirs), log_config_for(config, topic_config(config, {})),
+                                            fs=FileSystem(self.faults.disk), topic_configs=topic_log_configs)
+        clean = all(self._log_manager.was_clean_shutdown.values())
+        log.info("loaded %d partition logs (%s)", len(self._log_manager.logs),
                  "after a clean shutdown" if clean else "no clean-shutdown marker: logs recovered")
-        self.replica_manager = ReplicaManager(config, self.log_manager, self.metadata, self.channel, self.faults,
+        self._replica_manager = ReplicaManager(config, self._log_manager, self.metadata, self._channel, self.faults,
                                               lambda: self.broker_epoch)
-        self.dispatcher = Dispatcher(self)
+        self.dispatcher = Dispatcher(self, self.faults)
         self.dispatcher.ready.clear()
         self.server = KafkaServer(self.dispatcher, config.socket_request_max_bytes, config.connections_max_idle_ms)
         listener = config.listeners[0]
@@ -120,20 +141,20 @@ class Broker:
         if listener.port == 0:  # the kernel chose the port: make every later reader of the config see it
             self.config = config = dataclasses.replace(
                 config, listeners=(Endpoint(listener.listener, listener.host, port), *config.listeners[1:]))
-            self.replica_manager.config = config
-        self.broker_epoch = await self.channel.register(self.node_id, self.incarnation_id, config.advertised.host,
+            self._replica_manager.config = config
+        self.broker_epoch = await self._channel.register(self.node_id, self.incarnation_id, config.advertised.host,
                                                         config.advertised.port, None)
         # Attach now: the registration's epoch bumps are applied, so each led partition starts in its new epoch.
         records, self._unattached = self._unattached or [], None
-        self.replica_manager.apply_metadata(records)
-        self.replica_manager.remove_strays()
-        self.log_manager.checkpoint()
+        self._replica_manager.apply_metadata(records)
+        self._replica_manager.remove_strays()
+        self._log_manager.checkpoint()
         if OFFSETS_TOPIC in self.metadata.topics_by_name:  # groups to load (in the background)
             _ = self.group_coordinator
         self._maintenance = asyncio.create_task(self._maintain())
         self.dispatcher.ready.set()
         log.info("node %d registered with broker epoch %d; %d partitions hosted", self.node_id,
-                 self.broker_epoch, len(self.replica_manager.partitions))
+                 self.broker_epoch, len(self._replica_manager.partitions))
         return Endpoint(listener.listener, host, port)
 
     def _on_metadata(self, records: list[Any]) -> None:
@@ -142,10 +163,17 @@ class Broker:
         if self._unattached is not None:
             self._unattached.extend(records)
             return
-        assert self.replica_manager is not None
-        self.replica_manager.apply_metadata(records)
+        assert self._replica_manager is not None
+        self._replica_manager.apply_metadata(records)
         for subscriber in self.metadata_subscribers:
             subscriber(records)
+
+    def _lose_power(self) -> None:
+        """`fault.power.loss`: what survives a power cut is each log up to its last fsync, with no checkpoint or
+        clean-shutdown marker written; the next start recovers as after a crash."""
+        self.log_manager.lose_unflushed_data()
+        sys.stderr.flush()
+        os._exit(POWER_LOSS_EXIT_STATUS)
 
     def _exit_fatally(self, reason: str) -> None:
         """This broker can no longer follow the controller (a zombie whose node id was registered again, or a
@@ -155,7 +183,7 @@ class Broker:
         os._exit(FATAL_EXIT_STATUS)
 
     @property
-    def group_coordinator(self) -> Any:
+    def group_coordinator(self) -> GroupCoordinator | None:
         """The group coordinator, made and started on first use: a broker nobody asks about groups never
         imports it nor creates `__consumer_offsets`. None in a build without one."""
         if self._group_coordinator is None:
@@ -169,36 +197,36 @@ class Broker:
         return self._group_coordinator
 
     async def _maintain(self) -> None:
-        assert self.log_manager is not None
+        assert self._log_manager is not None
         while True:
             await asyncio.sleep(MAINTENANCE_INTERVAL_S)
             try:
-                self.log_manager.maintain()
+                self._log_manager.maintain()
             except Exception:
                 log.exception("log maintenance failed")
 
     async def stop(self) -> None:
         log.info("stopping node %d", self.node_id)
-        if self.channel is not None and self.broker_epoch >= 0:
+        if self._channel is not None and self.broker_epoch >= 0:
             try:  # controlled shutdown: leaderships move while this broker still serves its followers
-                await asyncio.wait_for(self.channel.shut_down(self.node_id, self.broker_epoch), timeout=5)
+                await asyncio.wait_for(self._channel.shut_down(self.node_id, self.broker_epoch), timeout=5)
             except (OSError, TimeoutError) as exc:
                 log.warning("controlled shutdown failed (%s): stopping anyway", exc)
         if self._maintenance is not None:
             self._maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._maintenance
-        if self.replica_manager is not None:
-            self.replica_manager.release_waiters()
-            await self.replica_manager.shutdown()
+        if self._replica_manager is not None:
+            self._replica_manager.release_waiters()
+            await self._replica_manager.shutdown()
         if self.server is not None:
             await self.server.stop()
         if self._group_coordinator is not None:
             await self._group_coordinator.stop()
-        if self.log_manager is not None:
-            self.log_manager.shutdown()
-        if self.channel is not None:
-            await self.channel.close()
+        if self._log_manager is not None:
+            self._log_manager.shutdown()
+        if self._channel is not None:
+            await self._channel.close()
         log.info("node %d stopped cleanly", self.node_id)
 
     # -- producer ids -------------------------------------------------------------------------------
@@ -207,7 +235,7 @@ class Broker:
         """A producer id never handed out before, by any broker, across restarts (blocks from the controller)."""
         for producer_id in self._producer_ids:
             return producer_id
-        assert self.channel is not None
-        start, count = await self.channel.allocate_producer_ids(self.node_id, self.broker_epoch)
+        assert self._channel is not None
+        start, count = await self._channel.allocate_producer_ids(self.node_id, self.broker_epoch)
         self._producer_ids = iter(range(start + 1, start + count))
         return start

@@ -1,29 +1,205 @@
-"""A broker's fault hooks: failures a drill switches on at run time, part of the product (docs/cluster.md).
+"""The one fault catalogue: every failure a drill can switch on in a running broker, from outside it.
 
-They are set like dynamic broker configs, with IncrementalAlterConfigs on resource type 4 named by the node
-id (`epoch-broker admin fault`), and read by the code they affect:
-- `fault.replication.paused`: the replica fetchers stop fetching (`broker/replica/replica_fetcher.py`).
-- `fault.high.watermark.held`: as a leader, follower fetches see the high watermark frozen where it was when
-  the hold began (`broker/handlers/fetch.py`), so followers do not learn that records were committed.
-- `fault.metadata.paused`: the broker stops applying the controller's metadata log (`broker/controller/
-  remote.py`; it still heartbeats), so it keeps acting on the leaderships and epochs it knew: a stale leader,
-  as behind a network partition from the controller (KIP-320, KIP-359 drills).
-- `fault.power.loss`: every log loses its unflushed tail and the process exits at once (status 137).
+Each fault is a broker config key `fault.*`, set with IncrementalAlterConfigs on resource type 4 named by the
+node id (SET, or DELETE to clear; `epoch-broker admin fault --node N --set KEY=VALUE`), declared once in
+`CATALOGUE` below with what it does. The code a fault affects reads `BrokerFaults`; nothing else switches
+a fault on, and no fault exists only for tests (franz-go kfake's control hooks are the model).
+
+Kinds:
+- flag: true/false (DELETE: false).
+- rule: per-API request rules, `fault.request.<api>` (the API's name in snake case, as in
+  protocol/messages/, or its key), value `error=<ERROR_NAME or code>`, `delay.ms=<n>`, `drop`, `count=<n>`,
+  comma-separated: answer that error in every error field, after the delay, or close the connection; `count`
+  requests only (default: until cleared). Applied in the dispatcher before the handler runs.
+- action: happens once, when set.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import APIS
+from epoch_broker.storage.fs import DiskFaults
+
+log = logging.getLogger(__name__)
+
+POWER_LOSS_EXIT_STATUS = 137
 REPLICATION_PAUSED = "fault.replication.paused"
 HIGH_WATERMARK_HELD = "fault.high.watermark.held"
 METADATA_PAUSED = "fault.metadata.paused"
+DISK_FULL = "fault.disk.full"
+DISK_FSYNC_FAILING = "fault.disk.fsync.failing"
+REQUEST_RULE_PREFIX = "fault.request."
 POWER_LOSS = "fault.power.loss"
-POWER_LOSS_EXIT_STATUS = 137
+
+
+@dataclass(frozen=True, slots=True)
+class FaultSpec:
+    key: str
+    kind: str  # "flag", "rule" or "action"
+    doc: str
+
+
+CATALOGUE: tuple[FaultSpec, ...] = (
+    FaultSpec(REPLICATION_PAUSED, "flag",
+              "the replica fetchers stop fetching (a follower falls behind, then out of the ISR)"),
+    FaultSpec(HIGH_WATERMARK_HELD, "flag",
+              "as a leader, follower fetches see the high watermark frozen where it was when the hold began "
+              "(followers do not learn what was committed: KIP-101 scenario 1)"),
+    FaultSpec(METADATA_PAUSED, "flag",
+              "stop applying the controller's metadata (heartbeats go on): a stale leader, as behind a network "
+              "partition from the controller (KIP-320, KIP-359 drills)"),
+    FaultSpec(DISK_FULL, "flag",
+              "every log write fails with ENOSPC: produces get KAFKA_STORAGE_ERROR, the logs stay as they were"),
+    FaultSpec(DISK_FSYNC_FAILING, "flag",
+              "every fsync fails with EIO: a log that meets it goes offline (KAFKA_STORAGE_ERROR) until restart"),
+    FaultSpec(REQUEST_RULE_PREFIX + "<api>", "rule",
+              "per-API rule: error=<NAME|code>, delay.ms=<n>, drop, count=<n> (comma-separated), e.g. "
+              "fault.request.produce=error=NOT_LEADER_OR_FOLLOWER,count=3"),
+    FaultSpec(POWER_LOSS, "action",
+              "every log loses what was not fsynced (cut to its recovery point) and the process exits at once "
+              f"with status {POWER_LOSS_EXIT_STATUS}, without answering"),
+)
+# flag key -> (object holding it, attribute), for the BrokerFaults `faults`
+_FLAG_TARGETS: dict[str, Callable[[BrokerFaults], tuple[object, str]]] = {
+    REPLICATION_PAUSED: lambda faults: (faults, "replication_paused"),
+    HIGH_WATERMARK_HELD: lambda faults: (faults, "high_watermark_held"),
+    METADATA_PAUSED: lambda faults: (faults, "metadata_paused"),
+    DISK_FULL: lambda faults: (faults.disk, "full"),
+    DISK_FSYNC_FAILING: lambda faults: (faults.disk, "fsync_failing"),
+}
+# `fault.request.list_offsets` or `fault.request.ListOffsets` (case-insensitive), or `fault.request.2`
+_API_BY_NAME = {name: api for api in APIS.values()
+                for name in (api.name.lower(), re.sub(r"(?<!^)(?=[A-Z])", "_", api.name).lower())}
+
+
+class FaultConfigError(ValueError):
+    """A fault key or value that cannot be applied (answered INVALID_CONFIG, nothing changed)."""
+
+
+@dataclass(slots=True)
+class RequestRule:
+    """One fault rule for an API key: answer `error` (when set), after `delay_s`, or drop the connection."""
+
+    error: ErrorCode | None = None
+    delay_s: float = 0.0
+    drop_connection: bool = False
+    remaining: int | None = None  # None: until cleared
 
 
 @dataclass(slots=True)
 class BrokerFaults:
+    """The faults in force in this process. `on_power_loss` is the broker's (it owns the logs)."""
+
     replication_paused: bool = False
     high_watermark_held: bool = False
     metadata_paused: bool = False
+    disk: DiskFaults = field(default_factory=DiskFaults)
+    requests: dict[int, RequestRule] = field(default_factory=dict)
+    on_power_loss: Callable[[], None] | None = None
+
+    # -- parsing and applying (IncrementalAlterConfigs) -------------------------------------------------
+
+    def validate(self, key: str, value: str | None) -> Callable[[], None]:
+        """Check `key` = `value` (None: clear it); returns the change to apply. Raises FaultConfigError."""
+        if key in _FLAG_TARGETS:
+            flag = _parse_flag(key, value)
+            return lambda: self._set_flag(key, flag)
+        if key.startswith(REQUEST_RULE_PREFIX):
+            api_key = _parse_api(key)
+            rule = None if value is None else _parse_rule(key, value)
+            return lambda: self._set_rule(key, api_key, rule)
+        if key == POWER_LOSS:
+            if value is None:
+                raise FaultConfigError(f"{key} is an action: it cannot be cleared")
+            return self.lose_power
+        raise FaultConfigError(f"{key} is not an alterable broker config (fault hooks: "
+                               f"{', '.join(spec.key for spec in CATALOGUE)})")
+
+    def _set_flag(self, key: str, value: bool) -> None:
+        holder, attribute = _FLAG_TARGETS[key](self)
+        setattr(holder, attribute, value)
+        log.warning("fault hook %s = %s", key, str(value).lower())
+
+    def _set_rule(self, key: str, api_key: int, rule: RequestRule | None) -> None:
+        if rule is None:
+            self.requests.pop(api_key, None)
+        else:
+            self.requests[api_key] = rule
+        log.warning("fault hook %s = %s", key, rule)
+
+    def lose_power(self) -> None:
+        log.warning("fault hook %s: losing every log's unflushed tail and exiting with status %d", POWER_LOSS,
+                    POWER_LOSS_EXIT_STATUS)
+        if self.on_power_loss is None:
+            raise FaultConfigError(f"{POWER_LOSS} is not available in this process")
+        self.on_power_loss()
+
+    # -- read by the dispatcher ------------------------------------------------------------------------
+
+    def take_request_rule(self, api_key: int) -> RequestRule | None:
+        """The rule for this request, if any (counted: a rule with `count` is removed after its last use)."""
+        rule = self.requests.get(api_key)
+        if rule is None:
+            return None
+        if rule.remaining is not None:
+            rule.remaining -= 1
+            if rule.remaining <= 0:
+                del self.requests[api_key]
+        return rule
+
+
+def _parse_flag(key: str, value: str | None) -> bool:
+    if value is None:
+        return False
+    text = value.strip().lower()
+    if text not in ("true", "false"):
+        raise FaultConfigError(f"invalid value for {key}: {value!r} (expected true or false)")
+    return text == "true"
+
+
+def _parse_api(key: str) -> int:
+    name = key.removeprefix(REQUEST_RULE_PREFIX)
+    if name.isdigit():
+        return int(name)
+    api = _API_BY_NAME.get(name.lower())
+    if api is None:
+        raise FaultConfigError(f"{key}: unknown API {name!r} (use its name in snake case, e.g. produce, "
+                               "list_offsets, or its key)")
+    return api.key
+
+
+def _parse_rule(key: str, value: str) -> RequestRule:
+    rule = RequestRule()
+    for part in (p.strip() for p in value.split(",") if p.strip()):
+        name, _, argument = part.partition("=")
+        try:
+            if name == "error":
+                rule.error = ErrorCode(int(argument)) if argument.lstrip("-").isdigit() else ErrorCode[argument]
+            elif name == "delay.ms":
+                rule.delay_s = int(argument) / 1000
+            elif name == "count":
+                rule.remaining = int(argument)
+            elif name == "drop" and not argument:
+                rule.drop_connection = True
+            else:
+                raise FaultConfigError(f"{key}: unknown setting {part!r} (error=, delay.ms=, drop, count=)")
+        except (KeyError, ValueError) as exc:
+            if isinstance(exc, FaultConfigError):
+                raise
+            raise FaultConfigError(f"{key}: bad value in {part!r}") from exc
+    if rule.delay_s < 0 or (rule.remaining is not None and rule.remaining < 1):
+        raise FaultConfigError(f"{key}: delay.ms must be >= 0 and count >= 1")
+    if rule.error is None and not rule.drop_connection and not rule.delay_s:
+        raise FaultConfigError(f"{key}: a rule needs error=, delay.ms= or drop")
+    return rule
+
+
+def describe() -> str:
+    """The catalogue as help text (`epoch-broker admin fault --help`, README)."""
+    width = max(len(spec.key) for spec in CATALOGUE)
+    return "\n".join(f"  {spec.key:<{width}}  ({spec.kind}) {spec.doc}" for spec in CATALOGUE)

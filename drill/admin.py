@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from epoch_broker.broker import faults
 from epoch_broker.broker.faults import POWER_LOSS
 from epoch_broker.client.aio import ConnectionClosed, KafkaClient
 from epoch_broker.drill import launcher
@@ -155,7 +156,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     elect_cmd.add_argument("--leader", type=int, default=-1,
                            help="the replica to elect (default: the controller's choice)")
     elect_cmd.add_argument("--unclean", action="store_true", help="any live replica, even out of the ISR")
-    fault = commands.add_parser("fault", help="set or clear a broker's fault hooks (broker/faults.py)")
+    fault = commands.add_parser(
+        "fault", help="set or clear a broker's fault hooks (broker/faults.py)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Set (--set KEY=VALUE) or clear (--clear KEY) fault hooks of one node, with "
+                    "IncrementalAlterConfigs.\n\nThe catalogue:\n" + faults.describe())
     fault.add_argument("--node", type=int, required=True)
     fault.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     fault.add_argument("--clear", action="append", default=[], metavar="KEY")

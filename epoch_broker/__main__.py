@@ -18,12 +18,14 @@ import signal
 import sys
 from typing import Any
 
+from epoch_broker import __version__
 from epoch_broker.broker.config import BrokerConfig, ConfigError, load_config
 from epoch_broker.drill import launcher
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="epoch-broker", description="A Kafka-compatible broker.")
+    parser.add_argument("--version", action="version", version=f"epoch-broker {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run a broker (and its embedded controller)")
     serve.add_argument("properties", nargs="?", help="a Kafka server.properties file")

@@ -3,6 +3,8 @@
 Rules:
 - Storage code never calls ``os`` for writes directly; it calls these methods, so a
   FaultyFileSystem can tear a write, lose what was not fsynced, fail an fsync or run out of space.
+- Every FileSystem carries ``DiskFaults``: switches a running broker turns on from outside
+  (broker/faults.py: ``fault.disk.full``, ``fault.disk.fsync.failing``). Off, they cost one attribute read.
 - File handles are plain OS file descriptors, so reads can use ``os.pread`` and ``os.sendfile``.
 - ``write_atomic`` is the one way to replace a small file (checkpoints, snapshots, markers):
   temp file, fsync, rename over the target, fsync the directory.
@@ -20,8 +22,20 @@ class SimulatedCrash(Exception):
     """Raised by FaultyFileSystem where the process would have died (torn write)."""
 
 
+@dataclass(slots=True)
+class DiskFaults:
+    """Disk failures switched on at run time: a full disk (writes fail with ENOSPC, nothing of them written)
+    and a failing disk (fsync fails with EIO)."""
+
+    full: bool = False
+    fsync_failing: bool = False
+
+
 class FileSystem:
     """The real file system."""
+
+    def __init__(self, disk_faults: DiskFaults | None = None) -> None:
+        self.disk_faults = disk_faults or DiskFaults()
 
     def open(self, path: str, *, create: bool = True) -> int:
         flags = os.O_RDWR | (os.O_CREAT if create else 0)
@@ -32,6 +46,8 @@ class FileSystem:
 
     def write(self, fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
         """Write all of ``data`` at ``position`` (looping over short writes)."""
+        if self.disk_faults.full:
+            raise OSError(errno.ENOSPC, "injected: no space left on device (fault.disk.full)")
         view = memoryview(data)
         while view:
             written = os.pwrite(fd, view, position)
@@ -39,6 +55,8 @@ class FileSystem:
             position += written
 
     def fsync(self, fd: int) -> None:
+        if self.disk_faults.fsync_failing:
+            raise OSError(errno.EIO, "injected fsync failure (fault.disk.fsync.failing)")
         os.fsync(fd)
 
     def truncate(self, fd: int, size: int) -> None:
@@ -106,8 +124,8 @@ class FaultyFileSystem(FileSystem):
     """
 
     def __init__(self) -> None:
+        super().__init__()
         self.tear_next_write_at: int | None = None  # bytes of the next write that reach disk
-        self.fail_fsync = False
         self.space_left: int | None = None  # bytes that still fit; None means unlimited
         self._fds: dict[int, _Tracked] = {}
         self._dirty: dict[str, int] = {}  # path -> durable size, for files written since fsync
@@ -148,8 +166,6 @@ class FaultyFileSystem(FileSystem):
         super().truncate(fd, size)
 
     def fsync(self, fd: int) -> None:
-        if self.fail_fsync:
-            raise OSError(errno.EIO, "injected fsync failure")
         super().fsync(fd)
         tracked = self._fds[fd]
         tracked.synced_size = os.fstat(fd).st_size
@@ -179,5 +195,5 @@ class FaultyFileSystem(FileSystem):
                 os.truncate(path, durable)
         self._dirty.clear()
         self.tear_next_write_at = None
-        self.fail_fsync = False
+        self.disk_faults.fsync_failing = False
         self.space_left = None

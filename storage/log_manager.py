@@ -175,6 +175,13 @@ class LogManager:
             log.apply_retention(now)
         self.checkpoint()
 
+    def lose_unflushed_data(self) -> None:
+        """A power cut, played on purpose (a fault hook): every log is cut back to its recovery point, the offset
+        up to which it was fsynced; nothing else is written, so the next open recovers as after a crash."""
+        for log in self.logs.values():
+            if log.recovery_point < log.log_end_offset:
+                log.truncate_to(max(log.recovery_point, log.log_start_offset))
+
     def shutdown(self) -> None:
         """Clean shutdown: close every log, write checkpoints, then the marker."""
         for log in self.logs.values():

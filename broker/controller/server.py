@@ -24,6 +24,7 @@ from epoch_broker.broker.config import BrokerConfig, Endpoint
 from epoch_broker.broker.controller.channel import EmbeddedChannel
 from epoch_broker.broker.controller.controller import Controller
 from epoch_broker.broker.controller.store.file import FileMetadataStore
+from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.network.dispatch import CONTROLLER, Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
@@ -41,6 +42,7 @@ class ControllerServer:
         self.controller = Controller(config, FileMetadataStore(config.data_dir))
         self.channel = EmbeddedChannel(self.controller)  # the shared topic handlers call the controller through it
         self.metadata: MetadataCache = self.controller.image
+        self.faults = BrokerFaults()  # request rules only: the controller's store is not a partition log
         self.server: KafkaServer | None = None
         self._appended = asyncio.Event()  # set (and replaced) on every commit: wakes metadata long polls
         self._liveness: asyncio.Task | None = None
@@ -57,7 +59,7 @@ class ControllerServer:
         os.makedirs(self.config.data_dir, exist_ok=True)
         self.controller.start()
         self.controller.subscribers.append(self._on_commit)
-        dispatcher = Dispatcher(self, role=CONTROLLER)
+        dispatcher = Dispatcher(self, self.faults, role=CONTROLLER)
         self.server = KafkaServer(dispatcher, self.config.socket_request_max_bytes,
                                   self.config.connections_max_idle_ms, on_disconnect=self._on_disconnect)
         listener = self.config.listeners[0]

@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles, supported_versions
+from epoch_broker.broker.services import Services
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import api_versions
 
@@ -23,7 +24,7 @@ ApiVersion = api_versions.RESPONSE.ApiVersion
 
 
 @handles(api_versions.API, "0-4", roles=(BROKER, CONTROLLER))
-def handle(context: RequestContext, request: Any) -> Any:
+def handle(context: RequestContext[Services], request: Any) -> Any:
     keys = [ApiVersion(api_key=key, min_version=low, max_version=high)
             for key, low, high in supported_versions(context.role)]
     if context.unsupported:

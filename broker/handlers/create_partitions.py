@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.broker.services import Services
 from epoch_broker.protocol.messages import create_partitions
 
 Response = create_partitions.RESPONSE.cls
@@ -19,8 +20,8 @@ Result = create_partitions.RESPONSE.CreatePartitionsTopicResult
 
 
 @handles(create_partitions.API, "0-3", roles=(BROKER, CONTROLLER))
-async def handle(context: RequestContext, request: Any) -> Any:
-    channel = context.broker.channel
+async def handle(context: RequestContext[Services], request: Any) -> Any:
+    channel = context.services.channel
     results = []
     for topic in request.topics:
         assignments = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]

@@ -16,6 +16,7 @@ from typing import Any
 from epoch_broker.broker.config import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, TOPIC_CONFIGS, render_value, topic_config
 from epoch_broker.broker.controller.controller import NewTopic
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.broker.services import Services
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import create_topics
 
@@ -25,8 +26,8 @@ TopicConfig = create_topics.RESPONSE.CreatableTopicConfigs
 
 
 @handles(create_topics.API, "0-7", roles=(BROKER, CONTROLLER))
-async def handle(context: RequestContext, request: Any) -> Any:
-    broker = context.broker
+async def handle(context: RequestContext[Services], request: Any) -> Any:
+    broker = context.services
     new_topics = [
         NewTopic(t.name, t.num_partitions, t.replication_factor,
                  {a.partition_index: list(a.broker_ids) for a in t.assignments},

@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import delete_groups as messages
 
 
 @handles(messages.API, "0-2")
-async def handle(context: RequestContext, request: Any) -> Any:
-    coordinator = context.broker.group_coordinator
+async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    coordinator = context.services.group_coordinator
     return messages.RESPONSE.cls(results=[
         messages.RESPONSE.DeletableGroupResult(group_id=g, error_code=await coordinator.delete_group(g))
         for g in request.groups_names

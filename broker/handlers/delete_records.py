@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import delete_records
 
 Response = delete_records.RESPONSE.cls
@@ -19,8 +20,8 @@ PartitionResult = delete_records.RESPONSE.DeleteRecordsPartitionResult
 
 
 @handles(delete_records.API, "0-2")
-def handle(context: RequestContext, request: Any) -> Any:
-    replicas = context.broker.replica_manager
+def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    replicas = context.services.replica_manager
     topics = []
     for topic in request.topics:
         partitions = []
@@ -33,5 +34,5 @@ def handle(context: RequestContext, request: Any) -> Any:
                 result.error_code, result.low_watermark = partition.delete_records_on_leader(wanted.offset)
             partitions.append(result)
         topics.append(TopicResult(name=topic.name, partitions=partitions))
-    context.broker.log_manager.checkpoint()  # the new log start offsets survive a crash
+    context.services.log_manager.checkpoint()  # the new log start offsets survive a crash
     return Response(topics=topics)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.broker.services import Services
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import delete_topics
 
@@ -19,12 +20,12 @@ Result = delete_topics.RESPONSE.DeletableTopicResult
 
 
 @handles(delete_topics.API, "0-6", roles=(BROKER, CONTROLLER))
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext[Services], request: Any) -> Any:
     if context.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
-    results = await context.broker.channel.delete_topics(wanted)
+    results = await context.services.channel.delete_topics(wanted)
     return Response(responses=[
         Result(name=name, topic_id=topic_id, error_code=error,
                error_message=None if error == ErrorCode.NONE else error.name)

@@ -13,6 +13,7 @@ from typing import Any
 
 from epoch_broker.broker.handlers.metadata import CLUSTER_OPERATIONS, NO_OPERATIONS
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.broker.services import Services
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import describe_cluster
 
@@ -22,8 +23,8 @@ BROKERS = 1
 
 
 @handles(describe_cluster.API, "0-1", roles=(BROKER, CONTROLLER))
-def handle(context: RequestContext, request: Any) -> Any:
-    broker = context.broker
+def handle(context: RequestContext[Services], request: Any) -> Any:
+    broker = context.services
     if request.endpoint_type != BROKERS:
         return Response(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, endpoint_type=request.endpoint_type,
                         cluster_id=broker.cluster_id)

@@ -22,6 +22,7 @@ from epoch_broker.broker.config import (
     topic_config,
 )
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import describe_configs
 
@@ -33,11 +34,11 @@ TOPIC, BROKER = 2, 4
 
 
 @handles(describe_configs.API, "0-4")
-def handle(context: RequestContext, request: Any) -> Any:
-    return Response(results=[_describe(context.broker, resource) for resource in request.resources])
+def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    return Response(results=[_describe(context.services, resource) for resource in request.resources])
 
 
-def _describe(broker: Any, resource: Any) -> Any:
+def _describe(broker: BrokerServices, resource: Any) -> Any:
     result = Result(error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
                     resource_name=resource.resource_name, configs=[])
     if resource.resource_type == TOPIC:

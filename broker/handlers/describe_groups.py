@@ -11,18 +11,19 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import describe_groups as messages
 
 R = messages.RESPONSE
 
 
 @handles(messages.API, "0-5")
-def handle(context: RequestContext, request: Any) -> Any:
+def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     from epoch_broker.broker.groups.group import GroupState  # imported on first group use, not at start
 
     response = R.cls()
     for group_id in request.groups:
-        error, group = context.broker.group_coordinator.describe_group(group_id)
+        error, group = context.services.group_coordinator.describe_group(group_id)
         described = R.DescribedGroup(error_code=error, group_id=group_id, group_state=GroupState.DEAD.value)
         if group is not None:
             stable = group.state is GroupState.STABLE

@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.broker.services import Services
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import elect_leaders
 
@@ -24,10 +25,10 @@ UNCLEAN = 1
 
 
 @handles(elect_leaders.API, "0-2", roles=(BROKER, CONTROLLER))
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext[Services], request: Any) -> Any:
     wanted = None if request.topic_partitions is None else [
         (t.topic, p) for t in request.topic_partitions for p in t.partitions]
-    results = await context.broker.channel.elect_leaders(wanted, request.election_type == UNCLEAN,
+    results = await context.services.channel.elect_leaders(wanted, request.election_type == UNCLEAN,
                                                          request.target_leader)
     by_topic: dict[str, list[Any]] = defaultdict(list)
     for topic, partition, error, message in results:

@@ -30,6 +30,7 @@ from typing import Any
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.replica.partition import FetchResult, Partition
 from epoch_broker.broker.replica.replica_manager import ReplicaManager
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import fetch
 
@@ -47,13 +48,13 @@ _LEADER_HINT_ERRORS = frozenset(
 
 
 @handles(fetch.API, "4-16")
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if request.session_id != 0:
         return Response(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=request.session_id)
     if request.session_epoch not in (0, -1):
         return Response(error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH)
     version = context.api_version
-    broker = context.broker
+    broker = context.services
     replicas = broker.replica_manager
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     by_id = version >= 13
@@ -134,7 +135,7 @@ async def _wait_for_data(partitions: list[Partition], timeout_s: float) -> None:
             partition.remove_waiter(future)
 
 
-def _leader_endpoints(broker: Any, entries: list) -> list:
+def _leader_endpoints(broker: BrokerServices, entries: list) -> list:
     leaders = {p.leader_id for _, response, p in entries if p is not None and response.current_leader.leader_id >= 0}
     return [NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
             for node_id, b in broker.metadata.brokers.items() if node_id in leaders]

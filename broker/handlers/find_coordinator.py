@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.messages import find_coordinator as messages
 
@@ -20,28 +21,28 @@ KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 
 
-def _locate(context: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
+def _locate(context: RequestContext[BrokerServices], key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
     if key_type == KEY_TYPE_GROUP:
-        return context.broker.group_coordinator.find_coordinator(key)
+        return context.services.group_coordinator.find_coordinator(key)
     if key_type == KEY_TYPE_TRANSACTION:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     return ErrorCode.INVALID_REQUEST, -1, "", -1
 
 
-def _unavailable(context: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
+def _unavailable(context: RequestContext[BrokerServices], key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
 
 
-async def _ensure_offsets_topic(context: RequestContext) -> ErrorCode:
+async def _ensure_offsets_topic(context: RequestContext[BrokerServices]) -> ErrorCode:
     try:
-        await context.broker.group_coordinator.ensure_offsets_topic()
+        await context.services.group_coordinator.ensure_offsets_topic()
     except KafkaError:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return ErrorCode.NONE
 
 
 @handles(messages.API, "0-6")
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     response = messages.RESPONSE.cls()
     locate = _locate
     if request.key_type == KEY_TYPE_GROUP and await _ensure_offsets_topic(context) is not ErrorCode.NONE:

@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import heartbeat as messages
 
 
 @handles(messages.API, "0-4")
-def handle(context: RequestContext, request: Any) -> Any:
-    error = context.broker.group_coordinator.heartbeat(
+def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    error = context.services.group_coordinator.heartbeat(
         request.group_id, request.member_id, request.group_instance_id, request.generation_id
     )
     return messages.RESPONSE.cls(error_code=error)

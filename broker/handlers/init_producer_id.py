@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import init_producer_id
 
@@ -21,10 +22,10 @@ MAX_EPOCH = 32767
 
 
 @handles(init_producer_id.API, "0-5")
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if request.transactional_id is not None:
         return Response(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
     if request.producer_id >= 0 and 0 <= request.producer_epoch < MAX_EPOCH - 1:
         return Response(error_code=ErrorCode.NONE, producer_id=request.producer_id,
                         producer_epoch=request.producer_epoch + 1)
-    return Response(error_code=ErrorCode.NONE, producer_id=await context.broker.next_producer_id(), producer_epoch=0)
+    return Response(error_code=ErrorCode.NONE, producer_id=await context.services.next_producer_id(), producer_epoch=0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import join_group as messages
 
 
@@ -23,8 +24,8 @@ def client_host(peer: str) -> str:
 
 
 @handles(messages.API, "0-9")
-async def handle(context: RequestContext, request: Any) -> Any:
-    result = await context.broker.group_coordinator.join_group(
+async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    result = await context.services.group_coordinator.join_group(
         group_id=request.group_id,
         member_id=request.member_id,
         group_instance_id=request.group_instance_id,

@@ -12,16 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import leave_group as messages
 
 
 @handles(messages.API, "0-5")
-def handle(context: RequestContext, request: Any) -> Any:
+def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if context.api_version < 3:
         leaving = [(request.member_id, None)]
     else:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
-    error, results = context.broker.group_coordinator.leave_group(request.group_id, leaving)
+    error, results = context.services.group_coordinator.leave_group(request.group_id, leaving)
     response = messages.RESPONSE.cls(error_code=error)
     if context.api_version < 3:
         if error == 0 and results:

@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import list_groups as messages
 
 
 @handles(messages.API, "0-4")
-def handle(context: RequestContext, request: Any) -> Any:
-    groups = context.broker.group_coordinator.list_groups(set(request.states_filter))
+def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    groups = context.services.group_coordinator.list_groups(set(request.states_filter))
     listed = messages.RESPONSE.ListedGroup
     return messages.RESPONSE.cls(groups=[
         listed(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value) for g in groups

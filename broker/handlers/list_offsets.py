@@ -18,6 +18,7 @@ from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.replica.partition import Partition
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import list_offsets
 
@@ -27,8 +28,8 @@ PartitionResponse = list_offsets.RESPONSE.ListOffsetsPartitionResponse
 
 
 @handles(list_offsets.API, "1-9")
-def handle(context: RequestContext, request: Any) -> Any:
-    replicas = context.broker.replica_manager
+def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    replicas = context.services.replica_manager
     topics = []
     for topic in request.topics:
         partitions = []

@@ -18,6 +18,7 @@ from typing import Any
 from epoch_broker.broker.controller.controller import NewTopic, topic_name_error
 from epoch_broker.broker.metadata.image import TopicState
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import metadata
 
@@ -36,8 +37,8 @@ FENCED_BROKER_LINGER_S = 2.0
 
 
 @handles(metadata.API, "0-12")
-async def handle(context: RequestContext, request: Any) -> Any:
-    broker = context.broker
+async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    broker = context.services
     cache = broker.metadata
     version = context.api_version
     include_ops = request.include_topic_authorized_operations
@@ -57,7 +58,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
     )
 
 
-async def _requested_topic(broker: Any, wanted: Any, auto_create: bool, include_ops: bool) -> Any:
+async def _requested_topic(broker: BrokerServices, wanted: Any, auto_create: bool, include_ops: bool) -> Any:
     cache = broker.metadata
     if wanted.name is None:
         state = cache.topics_by_id.get(wanted.topic_id)

@@ -13,11 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import offset_commit as messages
 
 
 @handles(messages.API, "2-9")
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     from epoch_broker.broker.groups.coordinator import OffsetToCommit  # imported on first group use, not at start
 
     offsets = [
@@ -25,7 +26,7 @@ async def handle(context: RequestContext, request: Any) -> Any:
         for t in request.topics
         for p in t.partitions
     ]
-    errors = iter(await context.broker.group_coordinator.commit_offsets(
+    errors = iter(await context.services.group_coordinator.commit_offsets(
         request.group_id,
         request.generation_id_or_member_epoch,
         request.member_id,

@@ -11,15 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import offset_delete as messages
 
 R = messages.RESPONSE
 
 
 @handles(messages.API, "0")
-async def handle(context: RequestContext, request: Any) -> Any:
+async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    error, errors = await context.broker.group_coordinator.delete_offsets(request.group_id, partitions)
+    error, errors = await context.services.group_coordinator.delete_offsets(request.group_id, partitions)
     if error:
         return R.cls(error_code=error)
     results = iter(errors)

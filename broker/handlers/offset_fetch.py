@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import offset_fetch as messages
 
 R = messages.RESPONSE
@@ -26,8 +27,8 @@ def _topics(request_topics: Any) -> list[tuple[str, list[int]]] | None:
 
 
 @handles(messages.API, "1-9")
-def handle(context: RequestContext, request: Any) -> Any:
-    coordinator = context.broker.group_coordinator
+def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    coordinator = context.services.group_coordinator
     if context.api_version >= 8:
         response = R.cls()
         for g in request.groups:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import offset_for_leader_epoch
 
 Response = offset_for_leader_epoch.RESPONSE.cls
@@ -22,8 +23,8 @@ EpochEndOffset = offset_for_leader_epoch.RESPONSE.EpochEndOffset
 
 
 @handles(offset_for_leader_epoch.API, "0-4")
-def handle(context: RequestContext, request: Any) -> Any:
-    replicas = context.broker.replica_manager
+def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    replicas = context.services.replica_manager
     topics = []
     for topic in request.topics:
         partitions = []

@@ -25,6 +25,7 @@ from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.replica.partition import AppendResult
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import produce
 
@@ -39,8 +40,8 @@ _LEADER_HINT_ERRORS = frozenset(
 
 
 @handles(produce.API, "3-10")
-async def handle(context: RequestContext, request: Any) -> Any:
-    replicas = context.broker.replica_manager
+async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    replicas = context.services.replica_manager
     acks = request.acks
     results: list[tuple[str, list[tuple[int, Any, AppendResult]]]] = []
     for topic in request.topic_data:
@@ -74,7 +75,7 @@ async def _wait_for_replication(results: list, timeout_s: float) -> None:
         result.error = error
 
 
-def _response(context: RequestContext, results: list) -> Any:
+def _response(context: RequestContext[BrokerServices], results: list) -> Any:
     leaders: set[int] = set()
     topics = []
     for name, partition_results in results:
@@ -89,7 +90,7 @@ def _response(context: RequestContext, results: list) -> Any:
                 leaders.add(partition.leader_id)
             partitions.append(response)
         topics.append(TopicResponse(name=name, partition_responses=partitions))
-    brokers = context.broker.metadata.brokers
+    brokers = context.services.metadata.brokers
     endpoints = [NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                  for node_id, b in brokers.items() if node_id in leaders]
     return Response(responses=topics, node_endpoints=endpoints)

@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.messages import sync_group as messages
 
 
 @handles(messages.API, "0-5")
-async def handle(context: RequestContext, request: Any) -> Any:
-    result = await context.broker.group_coordinator.sync_group(
+async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    result = await context.services.group_coordinator.sync_group(
         group_id=request.group_id,
         generation_id=request.generation_id,
         member_id=request.member_id,

@@ -13,8 +13,8 @@ Rules:
   ApiVersions answered in v0) are protocol/connection.py's; a violation raises `CloseConnection`. A handler
   that meets a KafkaError from below (the controller refusing, a storage error) or an unreachable controller
   (ConnectionError) gets an answer with that code (REQUEST_TIMED_OUT for the latter) in every error field.
-- Fault hooks (`FaultHooks`) sit in the product, not in tests: a drill can make an API answer an error, delay
-  it, or drop the connection, per API key, without any test-only branch in the handlers.
+- Request fault rules (broker/faults.py, `fault.request.<api>`) are applied here, before the handler: answer
+  an error, delay, or drop the connection, per API key, without any test-only branch in the handlers.
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ import inspect
 import logging
 import pkgutil
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
+from epoch_broker.broker.faults import BrokerFaults
+from epoch_broker.broker.services import Services
 from epoch_broker.protocol.connection import ProtocolViolation, ServerConnection
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.schema import Api, Field
@@ -35,7 +37,7 @@ from epoch_broker.protocol.versions import VersionRange
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[["RequestContext", Any], Awaitable[Any] | Any]
+Handler = Callable[["RequestContext[Any]", Any], Awaitable[Any] | Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,15 +87,19 @@ def supported_versions(role: str = BROKER) -> list[tuple[int, int, int]]:
     return sorted((key, r.versions.low, r.versions.high) for key, r in REGISTRY[role].items())
 
 
+S = TypeVar("S", bound=Services)
+
+
 @dataclass(slots=True)
-class RequestContext:
-    """What a handler knows about the request besides its body."""
+class RequestContext(Generic[S]):
+    """What a handler knows about the request besides its body, and the services it may call
+    (broker/services.py: `RequestContext[BrokerServices]` in a broker-only handler)."""
 
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
-    broker: Any  # broker.app.Broker: typed loosely here to keep this module free of import cycles
+    services: S
     peer: str = ""
     # Set when the client negotiated a version we do not serve (answered by the ApiVersions handler, KIP-511).
     unsupported: bool = False
@@ -102,31 +108,6 @@ class RequestContext:
 
 class CloseConnection(Exception):
     """The request cannot be answered: the connection is closed, as Kafka does."""
-
-
-@dataclass
-class FaultRule:
-    """One fault-injection rule for an API key: answer `error` (when set), after `delay_s`, or drop."""
-
-    error: ErrorCode | None = None
-    delay_s: float = 0.0
-    drop_connection: bool = False
-    remaining: int | None = None  # None: until removed
-
-
-@dataclass
-class FaultHooks:
-    rules: dict[int, FaultRule] = field(default_factory=dict)
-
-    def take(self, api_key: int) -> FaultRule | None:
-        rule = self.rules.get(api_key)
-        if rule is None:
-            return None
-        if rule.remaining is not None:
-            rule.remaining -= 1
-            if rule.remaining <= 0:
-                del self.rules[api_key]
-        return rule
 
 
 def error_response(api: Api, request: Any, code: ErrorCode) -> Any:
@@ -175,9 +156,9 @@ def _first_struct_array(source: Any) -> list | None:
 
 
 class Dispatcher:
-    def __init__(self, broker: Any, faults: FaultHooks | None = None, role: str = BROKER) -> None:
-        self.broker = broker
-        self.faults = faults or FaultHooks()
+    def __init__(self, services: Services, faults: BrokerFaults, role: str = BROKER) -> None:
+        self.services = services
+        self.faults = faults
         self.role = role
         self.registry = load_handlers(role)
         # Requests wait for this until the process has registered and caught up with the metadata (a socket
@@ -197,9 +178,9 @@ class Dispatcher:
         if not self.ready.is_set():
             await self.ready.wait()
         context = RequestContext(api.key, request.api_version, request.correlation_id, request.client_id,
-                                 self.broker, peer, request.unsupported, self.role)
+                                 self.services, peer, request.unsupported, self.role)
         body = request.body
-        rule = self.faults.take(api.key)
+        rule = self.faults.take_request_rule(api.key)
         if rule is not None:
             if rule.delay_s:
                 await asyncio.sleep(rule.delay_s)

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from epoch_broker.broker.app import Broker
 from epoch_broker.broker.config import build_config
-from epoch_broker.broker.network.dispatch import FaultRule
 from epoch_broker.client.aio import ConnectionClosed, KafkaClient
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import (
@@ -243,15 +242,6 @@ async def test_a_request_pipelined_behind_an_unknown_api_key_sees_the_connection
     client.send_raw(struct.pack(">i", 10) + struct.pack(">hhih", 999, 0, 1, -1))
     with pytest.raises(ConnectionClosed):
         await client.request(metadata.API, 1, metadata.REQUEST.cls(topics=[]))
-
-
-async def test_a_fault_hook_answers_the_error_at_every_level_mirroring_the_request(
-        client: KafkaClient, broker: Any) -> None:
-    await create_topic(client, "t")
-    broker.dispatcher.faults.rules[0] = FaultRule(error=ErrorCode.NOT_LEADER_OR_FOLLOWER, remaining=1)
-    faulted = await produce_to(client, "t", batch(b"a"))
-    assert (faulted.index, faulted.error_code) == (0, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    assert (await produce_to(client, "t", batch(b"a"))).error_code == 0
 
 
 async def test_idle_connections_are_closed(tmp_path: Any) -> None:

@@ -1,18 +1,29 @@
-"""Fault hooks set with IncrementalAlterConfigs (broker/handlers/incremental_alter_configs.py): the boolean
-hooks on an in-process broker, and fault.power.loss on a real process (it exits, and only fsynced records
-survive)."""
+"""The fault catalogue (broker/faults.py) driven from outside with IncrementalAlterConfigs: flags, request
+rules and disk faults on an in-process broker, and fault.power.loss on a real process (it exits, and only
+fsynced records survive)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from epoch_broker.broker.app import Broker
-from epoch_broker.broker.faults import HIGH_WATERMARK_HELD, POWER_LOSS, POWER_LOSS_EXIT_STATUS, REPLICATION_PAUSED
-from epoch_broker.client.aio import KafkaClient
+from epoch_broker.broker.faults import (
+    CATALOGUE,
+    DISK_FSYNC_FAILING,
+    DISK_FULL,
+    HIGH_WATERMARK_HELD,
+    POWER_LOSS,
+    POWER_LOSS_EXIT_STATUS,
+    REPLICATION_PAUSED,
+)
+from epoch_broker.client.aio import ConnectionClosed, KafkaClient
 from epoch_broker.drill.admin import alter_faults
 from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import incremental_alter_configs, list_offsets
+from epoch_broker.protocol.messages import incremental_alter_configs, list_offsets, metadata
 
 from tests.broker.conftest import batch, create_topic, produce_to
 from tests.helpers import start_broker
@@ -37,6 +48,52 @@ async def test_boolean_fault_hooks_are_set_and_cleared(broker: Broker, client: K
     assert (await alter(client, [(REPLICATION_PAUSED, DELETE, None)], name="")).error_code == ErrorCode.NONE
     assert (await alter(client, [(HIGH_WATERMARK_HELD, SET, "false")])).error_code == ErrorCode.NONE
     assert not broker.faults.replication_paused and not broker.faults.high_watermark_held
+
+
+async def test_a_request_rule_answers_its_error_at_every_level_for_count_requests(client: KafkaClient) -> None:
+    await create_topic(client, "t")
+    rule = "error=NOT_LEADER_OR_FOLLOWER,count=2"
+    assert (await alter(client, [("fault.request.produce", SET, rule)])).error_code == ErrorCode.NONE
+    for _ in range(2):
+        faulted = await produce_to(client, "t", batch(b"a"))
+        assert (faulted.index, faulted.error_code) == (0, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    assert (await produce_to(client, "t", batch(b"a"))).error_code == ErrorCode.NONE  # the count is spent
+
+
+async def test_a_request_rule_can_drop_the_connection_until_cleared(broker: Broker, client: KafkaClient) -> None:
+    assert (await alter(client, [("fault.request.3", SET, "drop")])).error_code == ErrorCode.NONE  # Metadata
+    with pytest.raises(ConnectionClosed):
+        await client.request(metadata.API, 1, metadata.REQUEST.cls(topics=[]))
+    async with await KafkaClient.connect(f"127.0.0.1:{broker.advertised.port}") as other:
+        assert (await alter(other, [("fault.request.metadata", DELETE, None)])).error_code == ErrorCode.NONE
+        assert (await other.request(metadata.API, 1, metadata.REQUEST.cls(topics=[]))).brokers
+
+
+async def test_a_full_disk_refuses_produces_and_keeps_the_log_as_it_was(client: KafkaClient) -> None:
+    await create_topic(client, "t")
+    assert (await produce_to(client, "t", batch(b"kept"))).error_code == ErrorCode.NONE
+    assert (await alter(client, [(DISK_FULL, SET, "true")])).error_code == ErrorCode.NONE
+    refused = await produce_to(client, "t", batch(b"lost"))
+    assert refused.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert (await alter(client, [(DISK_FULL, DELETE, None)])).error_code == ErrorCode.NONE
+    assert (await produce_to(client, "t", batch(b"after"))).base_offset == 1  # the refused batch left no trace
+
+
+async def test_a_failing_fsync_takes_the_log_offline_until_restart(client: KafkaClient) -> None:
+    await create_topic(client, "t", flush_messages="1")  # every append is fsynced
+    assert (await produce_to(client, "t", batch(b"kept"))).error_code == ErrorCode.NONE
+    assert (await alter(client, [(DISK_FSYNC_FAILING, SET, "true")])).error_code == ErrorCode.NONE
+    assert (await produce_to(client, "t", batch(b"x"))).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert (await alter(client, [(DISK_FSYNC_FAILING, DELETE, None)])).error_code == ErrorCode.NONE
+    # Kafka's rule: a log whose fsync failed stays offline (what reached it may not be on disk)
+    assert (await produce_to(client, "t", batch(b"y"))).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+
+
+def test_every_catalogued_fault_is_listed_by_the_admin_help() -> None:
+    result = subprocess.run([sys.executable, "-m", "epoch_broker", "admin", "fault", "--help"], capture_output=True,
+                            text=True, timeout=60, check=True)
+    for spec in CATALOGUE:
+        assert spec.key in result.stdout
 
 
 async def test_validate_only_and_rejected_changes_apply_nothing(broker: Broker, client: KafkaClient) -> None:
@@ -86,3 +143,8 @@ async def test_power_loss_exits_137_and_keeps_only_what_was_fsynced(tmp_path: Pa
         assert "no clean-shutdown marker" in process.log_path.read_text()
     finally:
         process.stop()
+
+
+def test_the_readme_lists_every_catalogued_fault() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert [spec.key for spec in CATALOGUE if f"| `{spec.key}` |" not in readme] == []

@@ -129,7 +129,7 @@ def test_a_failed_fsync_takes_the_log_offline_and_a_reopen_recovers_a_prefix(tmp
     fs = FaultyFileSystem()
     writer = Writer(str(tmp_path / "t-0"), fs, LogConfig(fsync_every_append=True))
     writer.append(5)
-    fs.fail_fsync = True
+    fs.disk_faults.fsync_failing = True
     with pytest.raises(KafkaStorageError):
         writer.append(1)
     with pytest.raises(KafkaStorageError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import CONTROLLER, RequestContext, handles
+from epoch_broker.broker.services import ControllerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import allocate_producer_ids
 
@@ -15,8 +16,8 @@ Response = allocate_producer_ids.RESPONSE.cls
 
 
 @handles(allocate_producer_ids.API, "0", roles=(CONTROLLER,))
-def handle(context: RequestContext, request: Any) -> Any:
-    controller = context.broker.controller
+def handle(context: RequestContext[ControllerServices], request: Any) -> Any:
+    controller = context.services.controller
     error = controller.check_broker_epoch(request.broker_id, request.broker_epoch)
     if error != ErrorCode.NONE:
         return Response(error_code=error)

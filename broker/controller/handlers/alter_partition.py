@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import CONTROLLER, RequestContext, handles
+from epoch_broker.broker.services import ControllerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import alter_partition
 
@@ -20,8 +21,8 @@ PartitionData = alter_partition.RESPONSE.PartitionData
 
 
 @handles(alter_partition.API, "2-3", roles=(CONTROLLER,))
-def handle(context: RequestContext, request: Any) -> Any:
-    controller = context.broker.controller
+def handle(context: RequestContext[ControllerServices], request: Any) -> Any:
+    controller = context.services.controller
     topics = []
     for topic in request.topics:
         known = topic.topic_id in controller.image.topics_by_id

@@ -11,15 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import CONTROLLER, RequestContext, handles
+from epoch_broker.broker.services import ControllerServices
 from epoch_broker.protocol.messages import broker_heartbeat
 
 Response = broker_heartbeat.RESPONSE.cls
 
 
 @handles(broker_heartbeat.API, "0-1", roles=(CONTROLLER,))
-def handle(context: RequestContext, request: Any) -> Any:
-    context.broker.note_heartbeat_connection(context.peer, request.broker_id)
-    result = context.broker.controller.heartbeat(request.broker_id, request.broker_epoch,
+def handle(context: RequestContext[ControllerServices], request: Any) -> Any:
+    context.services.note_heartbeat_connection(context.peer, request.broker_id)
+    result = context.services.controller.heartbeat(request.broker_id, request.broker_epoch,
                                                  request.current_metadata_offset, request.want_fence,
                                                  request.want_shut_down)
     return Response(error_code=result.error, is_caught_up=result.is_caught_up, is_fenced=result.is_fenced,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import CONTROLLER, RequestContext, handles
+from epoch_broker.broker.services import ControllerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import broker_registration
 
@@ -20,8 +21,8 @@ Response = broker_registration.RESPONSE.cls
 
 
 @handles(broker_registration.API, "0-3", roles=(CONTROLLER,))
-def handle(context: RequestContext, request: Any) -> Any:
-    server = context.broker
+def handle(context: RequestContext[ControllerServices], request: Any) -> Any:
+    server = context.services
     if request.cluster_id and request.cluster_id != server.cluster_id:
         return Response(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
     if not request.listeners:

@@ -14,6 +14,7 @@ from typing import Any
 
 from epoch_broker.broker.metadata import metadata_log
 from epoch_broker.broker.network.dispatch import CONTROLLER, RequestContext, handles
+from epoch_broker.broker.services import ControllerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import fetch
 
@@ -23,8 +24,8 @@ PartitionData = fetch.RESPONSE.PartitionData
 
 
 @handles(fetch.API, "13-16", roles=(CONTROLLER,))
-async def handle(context: RequestContext, request: Any) -> Any:
-    server = context.broker
+async def handle(context: RequestContext[ControllerServices], request: Any) -> Any:
+    server = context.services
     controller = server.controller
     wanted = [(t.topic_id, p) for t in request.topics for p in t.partitions]
     if any(topic_id == metadata_log.METADATA_TOPIC_ID and p.partition == 0 for topic_id, p in wanted):

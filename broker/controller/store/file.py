@@ -1,7 +1,7 @@
 """`FileMetadataStore`: the controller's metadata in a file of the data dir, replayed at start.
 
 Format: the file `cluster-metadata.log` in the data dir, UTF-8 JSON lines, one metadata
-record per line (see records.py for the record types), appended and fsynced before `append` returns::
+record per line (broker/metadata/records.py has the record types), appended and fsynced before `append` returns::
 
     {"type":"ClusterRecord","cluster_id":"..."}
     {"type":"TopicRecord","name":"t","topic_id":"<32 hex>","configs":{}}
