@@ -3,11 +3,14 @@ FROM python:3.11-slim
 
 WORKDIR /app
 # Only what the package needs: a change to tests or docs does not rebuild the install layer.
-COPY pyproject.toml ./
+COPY pyproject.toml README.md LICENSE ./
+COPY epoch_broker ./epoch_broker
 COPY protocol ./protocol
 COPY storage ./storage
+COPY client ./client
 COPY broker ./broker
-RUN pip install --no-cache-dir . && rm -rf /app/protocol /app/storage /app/broker
+COPY drill ./drill
+RUN pip install --no-cache-dir . && rm -rf /app/epoch_broker /app/protocol /app/storage /app/client /app/broker /app/drill
 
 # Data lives in /data (a volume in docker-compose.yml); 9092 is the default listener.
 VOLUME /data

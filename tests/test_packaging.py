@@ -91,3 +91,10 @@ def tomllib_version() -> str:
     assert project["project"]["dynamic"] == ["version"]
     text = (ROOT / "epoch_broker" / "__init__.py").read_text()
     return text.split('__version__ = "', 1)[1].split('"', 1)[0]
+
+
+def test_the_dockerfile_copies_everything_the_build_needs() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    needed = ["epoch_broker", *(layer for layer in LAYERS if (ROOT / layer).is_dir())]
+    assert [name for name in needed if f"COPY {name} ./{name}" not in dockerfile] == []
+    assert "COPY pyproject.toml README.md LICENSE ./" in dockerfile  # the metadata the build reads
