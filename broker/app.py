@@ -35,17 +35,18 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from epoch_broker.broker.config import BrokerConfig, Endpoint, topic_config
+from epoch_broker.broker.config import BrokerConfig, Endpoint, StartupError, topic_config
 from epoch_broker.broker.controller.channel import ControllerChannel, EmbeddedChannel
 from epoch_broker.broker.controller.controller import Controller
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.faults import POWER_LOSS_EXIT_STATUS, BrokerFaults
+from epoch_broker.broker.file_budget import FileBudget, raise_open_files_limit
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.network.dispatch import Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
 from epoch_broker.broker.replica.replica_manager import ReplicaManager, log_config_for
 from epoch_broker.storage.fs import FileSystem
-from epoch_broker.storage.log_manager import LogManager
+from epoch_broker.storage.log_manager import FILES_PER_SEGMENT, LogManager
 
 if TYPE_CHECKING:  # imported on first use (`group_coordinator`)
     from epoch_broker.broker.groups.coordinator import GroupCoordinator
@@ -71,6 +72,7 @@ class Broker:
         self._group_coordinator: GroupCoordinator | None = None  # made on first use, or at start if needed
         self.metadata_subscribers: list[Callable[[list[Any]], None]] = []  # after the replica manager
         self.server: KafkaServer | None = None
+        self.file_budget: FileBudget | None = None  # the open-files limit, known at start
         self.dispatcher: Dispatcher | None = None
         self._producer_ids = iter(())
         self._maintenance: asyncio.Task | None = None
@@ -126,8 +128,16 @@ class Broker:
             name: log_config_for(config, topic_config(config, topic.configs))
             for name, topic in self.metadata.topics_by_name.items()
         }
+        self.file_budget = FileBudget(raise_open_files_limit(), lambda: self.log_manager.open_files(),
+                                      lambda: len(self.server.connections) if self.server is not None else 0)
+        # at least one segment a log: refused before any is opened, then counted exactly once they are
+        at_least = FILES_PER_SEGMENT * LogManager.count_partition_dirs(list(config.log_dirs))
+        if (problem := self.file_budget.logs_fit(at_least)) is not None:
+            raise StartupError(problem)
         self._log_manager = LogManager.open(list(config.log_dirs), log_config_for(config, topic_config(config, {})),
                                             fs=FileSystem(self.faults.disk), topic_configs=topic_log_configs)
+        if (problem := self.file_budget.logs_fit()) is not None:
+            raise StartupError(problem)
         clean = all(self._log_manager.was_clean_shutdown.values())
         log.info("loaded %d partition logs (%s)", len(self._log_manager.logs),
                  "after a clean shutdown" if clean else "no clean-shutdown marker: logs recovered")
@@ -135,7 +145,11 @@ class Broker:
                                               lambda: self.broker_epoch)
         self.dispatcher = Dispatcher(self, self.faults)
         self.dispatcher.ready.clear()
-        self.server = KafkaServer(self.dispatcher, config.socket_request_max_bytes, config.connections_max_idle_ms)
+        self._replica_manager.may_open_log = self.file_budget.can_open_log
+        self.server = KafkaServer(self.dispatcher, config.socket_request_max_bytes, config.connections_max_idle_ms,
+                                  max_connections=config.max_connections,
+                                  max_connections_per_ip=config.max_connections_per_ip,
+                                  connection_budget=self.file_budget.connections_allowed)
         listener = config.listeners[0]
         host, port = await self.server.start(listener.host, listener.port)
         if listener.port == 0:  # the kernel chose the port: make every later reader of the config see it

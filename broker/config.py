@@ -14,6 +14,10 @@ Project keys (not Kafka's):
   process runs only `process.roles=broker` (the cluster work of issue 6). `controller.quorum.voters`
   (`id@host:port`) is accepted as the Kafka spelling of the same thing.
 
+- `cluster.max.partitions` (default 50000): CreateTopics and CreatePartitions that would take the cluster
+  past it get POLICY_VIOLATION, checked before anything is allocated (as is Kafka's limit of 10000 new
+  partitions per request).
+
 Differences from Kafka's meaning:
 - `offsets.topic.replication.factor` (default 3, as Kafka's) is capped at the number of live brokers when
   `__consumer_offsets` is created, so a single test broker works without setting it; Kafka refuses instead.
@@ -32,6 +36,11 @@ log = logging.getLogger(__name__)
 
 class ConfigError(ValueError):
     """A config value that cannot be used; the message is the one line shown to the user."""
+
+
+class StartupError(Exception):
+    """The environment does not let the process start (a port in use, an unwritable or foreign data dir, too
+    few file descriptors): one line for the user, exit status 2."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +178,9 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "cluster.id": ("cluster_id", _text),
     "log.cleanup.policy": ("log_cleanup_policy", _choice("delete", "compact")),
     "compression.type": ("compression_type", _choice("producer")),
+    "cluster.max.partitions": ("cluster_max_partitions", _int(1)),
+    "max.connections": ("max_connections", _int(0)),
+    "max.connections.per.ip": ("max_connections_per_ip", _int(0)),
 }
 
 
@@ -206,6 +218,9 @@ class BrokerConfig:
     cluster_id: str = ""
     log_cleanup_policy: str = "delete"
     compression_type: str = "producer"
+    cluster_max_partitions: int = 50_000
+    max_connections: int = 2**31 - 1  # Kafka's defaults: no limit but the file-descriptor budget
+    max_connections_per_ip: int = 2**31 - 1
 
     @property
     def advertised(self) -> Endpoint:
@@ -304,6 +319,9 @@ TOPIC_CONFIGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "cleanup.policy": ("log_cleanup_policy", _choice("delete", "compact")),
     # Batches are stored as the producer compressed them: "producer" is the only value honoured.
     "compression.type": ("compression_type", _choice("producer")),
+    "cluster.max.partitions": ("cluster_max_partitions", _int(1)),
+    "max.connections": ("max_connections", _int(0)),
+    "max.connections.per.ip": ("max_connections_per_ip", _int(0)),
 }
 
 

@@ -4,7 +4,8 @@ drives them (drill/admin.py).
 
 Prints one ready line to stdout once the broker answers requests:
     epoch-broker: node 0 listening on 127.0.0.1:9092
-A bad config value exits with status 2 and one line naming the key. SIGTERM/SIGINT stop the broker cleanly
+A bad config value, or an environment it cannot start in (a port in use, an unwritable data dir, too few file
+descriptors), exits with status 2 and one line naming it. SIGTERM/SIGINT stop the broker cleanly
 (exit 0). Logs go to stderr.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
 import signal
@@ -19,7 +21,7 @@ import sys
 from typing import Any
 
 from epoch_broker import __version__
-from epoch_broker.broker.config import BrokerConfig, ConfigError, load_config
+from epoch_broker.broker.config import BrokerConfig, ConfigError, StartupError, load_config
 from epoch_broker.drill import launcher
 
 
@@ -52,7 +54,12 @@ async def _serve(config: BrokerConfig) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    endpoint = await broker.start()
+    try:
+        endpoint = await broker.start()
+    except OSError as exc:  # a port in use, an unwritable data dir: the message names it
+        with contextlib.suppress(Exception):
+            await broker.stop()
+        raise StartupError(f"cannot start: {exc}") from exc
     # Everything made at start (modules, protocol schemas, loaded indexes) lives as long as the process: out of
     # the collector's sight, a full collection walks only what came since: 0.5 ms instead of 20-50 ms pauses
     # that every request in flight waited out (the tail of acks=all latency).
@@ -81,9 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import uvloop
     except ImportError:
-        asyncio.run(_serve(config))
+        runner: Any = asyncio.run
     else:
-        uvloop.run(_serve(config))
+        runner = uvloop.run
+    try:
+        runner(_serve(config))
+    except StartupError as exc:
+        print(f"epoch-broker: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

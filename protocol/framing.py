@@ -38,6 +38,17 @@ class FrameDecoder:
     def buffered(self) -> int:
         return len(self._buffer)
 
+    def has_frame(self) -> bool:
+        """Whether a whole frame is buffered (raises like `next_frame` on a bad size prefix)."""
+        if len(self._buffer) < 4:
+            return False
+        size = self._need if self._need >= 0 else _SIZE.unpack_from(self._buffer, 0)[0]
+        if size < 0:
+            raise FrameError(f"negative frame size {size}")
+        if size > self.max_frame_size:
+            raise FrameTooLarge(size, self.max_frame_size)
+        return len(self._buffer) >= 4 + size
+
     def next_frame(self) -> bytearray | None:
         """The next whole frame (without its size prefix), or None until more data arrives."""
         buf = self._buffer

@@ -493,8 +493,14 @@ class PartitionLog:
     # --- truncation and retention -----------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:
-        """Drop everything at and above ``offset``, cutting back to a batch boundary (KIP-101)."""
+        """Drop everything at and above ``offset``, cutting back to a batch boundary (KIP-101).
+
+        The epoch cache is trimmed at the log end even when no record is cut (Kafka's UnifiedLog.truncateTo): a
+        broker that led for a moment assigned (epoch, log end) and appended nothing; as a follower that entry
+        would make it ask about an epoch it has no record of, forever (KIP-279).
+        """
         if offset >= self.log_end_offset:
+            self.epoch_cache.truncate_from_end(self.log_end_offset)
             return
         if offset < self.segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)

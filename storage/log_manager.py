@@ -46,6 +46,9 @@ def parse_dir_name(name: str) -> TopicPartition | None:
     return topic, int(partition)
 
 
+FILES_PER_SEGMENT = 3  # .log, .index, .timeindex
+
+
 class LogManager:
     def __init__(
         self,
@@ -174,6 +177,17 @@ class LogManager:
             log.maybe_flush(now)
             log.apply_retention(now)
         self.checkpoint()
+
+    @staticmethod
+    def count_partition_dirs(log_dirs: list[str]) -> int:
+        """How many partition directories the log dirs hold (before opening any): a start can tell whether the
+        open-files limit allows them."""
+        return sum(parse_dir_name(name) is not None for log_dir in log_dirs if os.path.isdir(log_dir)
+                   for name in os.listdir(log_dir) if os.path.isdir(os.path.join(log_dir, name)))
+
+    def open_files(self) -> int:
+        """File descriptors the logs hold: each segment keeps its .log, .index and .timeindex open."""
+        return FILES_PER_SEGMENT * sum(len(log.segments) for log in self.logs.values())
 
     def lose_unflushed_data(self) -> None:
         """A power cut, played on purpose (a fault hook): every log is cut back to its recovery point, the offset

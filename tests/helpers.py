@@ -8,6 +8,7 @@ Start returns once the broker printed its ready line (it then answers requests).
 from __future__ import annotations
 
 import os
+import resource
 import select
 import signal
 import socket
@@ -27,8 +28,10 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    def __init__(self, tmp_path: Path, overrides: dict[str, str], node_id: int) -> None:
+    def __init__(self, tmp_path: Path, overrides: dict[str, str], node_id: int,
+                 open_files_limit: int | None = None) -> None:
         self.tmp_path = Path(tmp_path)
+        self.open_files_limit = open_files_limit  # ulimit -n (soft and hard) of the process, when set
         self.node_id = node_id
         self.port = free_port()
         self.data_dir = self.tmp_path / "data"
@@ -56,9 +59,14 @@ class BrokerProcess:
             command += ["--override", f"{key}={value}"]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-                                         cwd=self.tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+                                         cwd=self.tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                                         preexec_fn=self._limit_open_files)
         self._wait_ready()
         return self
+
+    def _limit_open_files(self) -> None:
+        if self.open_files_limit is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files_limit, self.open_files_limit))
 
     def _wait_ready(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
@@ -102,5 +110,6 @@ class BrokerProcess:
         return self.start()
 
 
-def start_broker(tmp_path: Path, overrides: dict[str, str] | None = None, node_id: int = 0) -> BrokerProcess:
-    return BrokerProcess(tmp_path, overrides or {}, node_id).start()
+def start_broker(tmp_path: Path, overrides: dict[str, str] | None = None, node_id: int = 0,
+                 open_files_limit: int | None = None) -> BrokerProcess:
+    return BrokerProcess(tmp_path, overrides or {}, node_id, open_files_limit).start()

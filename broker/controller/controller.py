@@ -54,6 +54,8 @@ from epoch_broker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
+MAX_PARTITIONS_PER_REQUEST = 10_000
+
 PRODUCER_ID_BLOCK = 1000
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -111,6 +113,28 @@ class PartitionChangeResult:
     isr: tuple[int, ...] = ()
 
 
+class _PartitionBudget:
+    """The partition limits of one request, checked before anything is allocated or committed: at most
+    MAX_PARTITIONS_PER_REQUEST new partitions (Kafka's QuorumController refuses more with POLICY_VIOLATION),
+    and at most `cluster.max.partitions` in the cluster."""
+
+    def __init__(self, existing: int, cluster_max: int) -> None:
+        self.existing = existing
+        self.cluster_max = cluster_max
+        self.requested = 0
+
+    def take(self, partitions: int) -> str | None:
+        """None if `partitions` more fit (and counts them), else why not."""
+        if self.requested + partitions > MAX_PARTITIONS_PER_REQUEST:
+            return (f"{partitions} partitions would make {self.requested + partitions} in one request; at most "
+                    f"{MAX_PARTITIONS_PER_REQUEST} are created per request")
+        if self.existing + self.requested + partitions > self.cluster_max:
+            return (f"{partitions} more partitions would make {self.existing + self.requested + partitions} in "
+                    f"the cluster; cluster.max.partitions is {self.cluster_max}")
+        self.requested += partitions
+        return None
+
+
 class Controller:
     def __init__(self, config: BrokerConfig, store: MetadataStore,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -122,6 +146,8 @@ class Controller:
         self.records: list[Any] = []  # the metadata log: a record's index is its metadata offset
         self.subscribers: list[Callable[[list[Any]], None]] = []
         self.last_heartbeat: dict[int, float] = {}  # node id -> clock() of its last sign of life
+        # node id -> (clock() when its heartbeat connection closed, the grace it has to heartbeat again)
+        self.disconnected: dict[int, tuple[float, float]] = {}
 
     def start(self) -> list[Any]:
         """Replay the store; returns every record, for the first subscriber's initial state."""
@@ -160,7 +186,7 @@ class Controller:
 
         A new incarnation gets a new epoch, and its leaderships a new leader epoch (KIP-101); the same
         incarnation again is a retry (its answer was lost) and gets the current epoch, writing nothing."""
-        self.last_heartbeat[node_id] = self.clock()
+        self._heard_from(node_id)
         current = self.image.brokers.get(node_id)
         if current is not None and current.incarnation_id == incarnation_id:
             return current.broker_epoch
@@ -189,7 +215,7 @@ class Controller:
         error = self.check_broker_epoch(node_id, broker_epoch)
         if error != ErrorCode.NONE:
             return HeartbeatResult(error)
-        self.last_heartbeat[node_id] = self.clock()
+        self._heard_from(node_id)
         caught_up = metadata_offset >= self.end_offset - 1
         fenced = node_id in self.image.fenced_brokers
         if want_shut_down:
@@ -208,21 +234,34 @@ class Controller:
         stall), missed heartbeats are its own fault, not the brokers'."""
         now = self.clock()
         self.last_heartbeat = {node_id: max(seen, now) for node_id, seen in self.last_heartbeat.items()}
+        self.disconnected.clear()
+
+    def _heard_from(self, node_id: int) -> None:
+        self.last_heartbeat[node_id] = self.clock()
+        self.disconnected.pop(node_id, None)
 
     def shorten_session(self, node_id: int, grace_s: float) -> None:
         """The broker's connection closed: unless it heartbeats again within `grace_s`, it is fenced then rather
         than a whole session later. A killed process's sockets close at once, so its leaderships move in well
         under a second; a paused or partitioned broker keeps its connection and gets the full session."""
         if node_id in self.last_heartbeat:
-            session_s = self.config.broker_session_timeout_ms / 1000
-            self.last_heartbeat[node_id] = min(self.last_heartbeat[node_id], self.clock() - session_s + grace_s)
+            self.disconnected[node_id] = (self.clock(), grace_s)
 
     def check_liveness(self) -> None:
-        """Fence every unfenced broker whose last heartbeat is older than the session timeout."""
-        deadline = self.clock() - self.config.broker_session_timeout_ms / 1000
+        """Fence every unfenced broker whose last heartbeat is older than the session timeout, or whose heartbeat
+        connection closed longer ago than its grace; the log line says which, with the real delays."""
+        now = self.clock()
+        session_s = self.config.broker_session_timeout_ms / 1000
         for node_id in sorted(self.image.live_brokers):
-            if self.last_heartbeat[node_id] < deadline:
-                self._fence(node_id, f"no heartbeat for {self.config.broker_session_timeout_ms} ms")
+            silent_ms = (now - self.last_heartbeat[node_id]) * 1000
+            closed = self.disconnected.get(node_id)
+            if closed is not None and now - closed[0] >= closed[1]:
+                self._fence(node_id, f"its heartbeat connection closed {(now - closed[0]) * 1000:.0f} ms ago and it "
+                                     f"did not come back within the {closed[1] * 1000:.0f} ms grace; last heartbeat "
+                                     f"{silent_ms:.0f} ms ago")
+            elif now - self.last_heartbeat[node_id] > session_s:
+                self._fence(node_id, f"no heartbeat for {silent_ms:.0f} ms (broker.session.timeout.ms "
+                                     f"{self.config.broker_session_timeout_ms})")
 
     def _fence(self, node_id: int, why: str) -> None:
         """Fence a broker in one commit: out of every ISR, and each partition it led gets the first live ISR
@@ -371,8 +410,9 @@ class Controller:
     def create_topics(self, topics: list[NewTopic], validate_only: bool = False) -> list[TopicResult]:
         results = []
         records: list[Any] = []
+        budget = _PartitionBudget(self._partition_count(), self.config.cluster_max_partitions)
         for request in topics:
-            result, topic_records = self._plan_topic(request)
+            result, topic_records = self._plan_topic(request, budget)
             results.append(result)
             if not validate_only:
                 records.extend(topic_records)
@@ -383,7 +423,10 @@ class Controller:
                     log.info("created topic %s with %d partitions", result.name, result.num_partitions)
         return results
 
-    def _plan_topic(self, request: NewTopic) -> tuple[TopicResult, list[Any]]:
+    def _partition_count(self) -> int:
+        return sum(len(topic.partitions) for topic in self.image.topics_by_id.values())
+
+    def _plan_topic(self, request: NewTopic, budget: _PartitionBudget) -> tuple[TopicResult, list[Any]]:
         result = TopicResult(request.name)
 
         def fail(code: ErrorCode, message: str) -> tuple[TopicResult, list[Any]]:
@@ -400,6 +443,8 @@ class Controller:
                 return fail(ErrorCode.INVALID_REQUEST, "give either assignments or partitions and replication")
             if sorted(request.assignments) != list(range(len(request.assignments))):
                 return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "assignments must cover partitions 0..n-1")
+            if (problem := budget.take(len(request.assignments))) is not None:
+                return fail(ErrorCode.POLICY_VIOLATION, problem)
             assignment = [tuple(request.assignments[p]) for p in range(len(request.assignments))]
             if any(not r or len(set(r)) != len(r) or not set(r) <= set(live) for r in assignment):
                 return fail(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "replicas must be distinct live brokers")
@@ -412,6 +457,8 @@ class Controller:
             if factor < 1 or factor > len(live):
                 return fail(ErrorCode.INVALID_REPLICATION_FACTOR,
                             f"replication factor {factor} with {len(live)} live broker(s)")
+            if (problem := budget.take(partitions)) is not None:  # before anything is allocated
+                return fail(ErrorCode.POLICY_VIOLATION, problem)
             assignment = self._assign(partitions, factor, live, start=len(self.image.topics_by_id))
         if (problem := validate_topic_configs(request.configs)) is not None:
             return fail(ErrorCode.INVALID_CONFIG, problem)
@@ -463,6 +510,9 @@ class Controller:
         current = len(topic.partitions)
         if count <= current:
             return ErrorCode.INVALID_PARTITIONS, f"topic has {current} partitions; {count} does not add any"
+        budget = _PartitionBudget(self._partition_count(), self.config.cluster_max_partitions)
+        if (problem := budget.take(count - current)) is not None:  # before anything is allocated
+            return ErrorCode.POLICY_VIOLATION, problem
         live = sorted(self.image.live_brokers)
         factor = len(topic.partitions[0].replicas)
         if assignments is not None:

@@ -3,21 +3,32 @@
 Rules:
 - Frames are split by `FrameDecoder`; a frame over `socket.request.max.bytes` (or a negative size) closes
   the connection before its body is read, as Kafka does.
-- Requests are pipelined: each frame is handled as its own task, so a long-polling Fetch does not stop the
-  next request from being decoded, but responses are written strictly in request order.
+- One request at a time per connection, as Kafka's SocketServer mutes a channel until its response is sent:
+  requests take effect in the order they were sent (50 pipelined offset commits commit 50 last, whatever
+  replication acknowledges first), and responses go back in that order. A client may pipeline; the next frame
+  is taken from the buffer only when the previous response is written. While a request is in flight (a long
+  poll too) and a whole frame is buffered behind it, reading stops: what one connection holds is bounded by
+  one read and one frame, however many requests are written without reading the answers.
+- Nor is a request taken while the client does not read its responses (the transport asked us to pause
+  writing): a client that never reads cannot make the broker queue answers for it.
 - `CloseConnection` from the dispatcher closes the connection after the responses before it are written.
 - Response parts are bytes-like, written with one writev, or `FileRecords` (segment byte ranges), sent with
   `os.sendfile` straight from the page cache when nothing is queued ahead of them in the transport; when
   something is (a slow reader), the rest is read with `os.pread` and queued, so order is kept.
-- A connection with no traffic and nothing in flight for `connections.max.idle.ms` is closed.
+- A new connection past `max.connections`, past `max.connections.per.ip` for its address, or past what the
+  file-descriptor budget leaves (`connection_budget`: the open-files limit less what the logs hold and a
+  headroom for checkpoints and the controller) is closed at once, with a WARNING at most once a second:
+  connections never starve the logs of file descriptors.
+- A connection with no traffic and nothing in flight for `connections.max.idle.ms` is closed. The idle timer
+  is cancelled when the connection closes, so nothing keeps a closed connection in memory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -34,12 +45,15 @@ class KafkaConnection(asyncio.Protocol):
         self.server = server
         self.decoder = FrameDecoder(server.max_frame_size)
         self.protocol = ServerConnection(server.dispatcher.registry)  # this connection's request rules
-        self.in_flight: deque[asyncio.Task] = deque()
+        self.in_flight: asyncio.Task | None = None  # the one request being handled
         self.transport: Any = None
         self.socket_fd = -1
         self.peer = ""
         self.last_activity = 0.0
         self.closing = False
+        self.reading = True
+        self.writing_paused = False
+        self._idle_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: Any) -> None:  # uvloop's transports are not asyncio.Transport
         self.transport = transport
@@ -47,53 +61,103 @@ class KafkaConnection(asyncio.Protocol):
         self.socket_fd = sock.fileno() if sock is not None else -1
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.ip = peer[0] if peer else "?"
+        if (refusal := self.server.admit(self.ip)) is not None:
+            self.closing = True
+            transport.abort()
+            self.server.warn_refused(self.peer, refusal)
+            return
         self.server.connections.add(self)
+        self.server.per_ip[self.ip] += 1
         self.last_activity = self.server.loop.time()
         if self.server.idle_s > 0:
-            self.server.loop.call_later(self.server.idle_s, self._check_idle)
+            self._idle_timer = self.server.loop.call_later(self.server.idle_s, self._check_idle)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
+        if self not in self.server.connections:
+            return  # refused at once: never counted
         self.server.connections.discard(self)
+        self.server.per_ip[self.ip] -= 1
+        if not self.server.per_ip[self.ip]:
+            del self.server.per_ip[self.ip]
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         if self.server.on_disconnect is not None:
             self.server.on_disconnect(self.peer)
-        for task in self.in_flight:
-            task.cancel()
+        if self.in_flight is not None:
+            self.in_flight.cancel()
+        self.decoder = FrameDecoder(0)  # drop what was buffered
+        self.server.idle_or_done()
 
     def data_received(self, data: bytes) -> None:
         if self.closing:
             return
         self.last_activity = self.server.loop.time()
         self.decoder.receive_data(data)
+        self._take_next()
+
+    def _take_next(self) -> None:
+        """Start the next buffered request, if none is in flight and the client reads its responses; stop
+        reading while a whole frame waits behind the one in flight."""
+        if self.in_flight is not None or self.writing_paused or self.closing:
+            if self.decoder.buffered and self.reading and self._frame_waiting():
+                self.pause_requests()
+            return
         try:
-            while (frame := self.decoder.next_frame()) is not None:
-                task = self.server.loop.create_task(self.server.dispatcher.handle_frame(frame, self.peer,
-                                                                                       self.protocol))
-                self.in_flight.append(task)
-                task.add_done_callback(self._write_ready)
+            frame = self.decoder.next_frame()
         except FrameError as exc:
             log.warning("closing %s: %s", self.peer, exc)
             self.close()
+            return
+        if frame is None:
+            self.resume_requests()
+            return
+        self.in_flight = self.server.loop.create_task(self.server.dispatcher.handle_frame(frame, self.peer,
+                                                                                          self.protocol))
+        self.in_flight.add_done_callback(self._on_done)
+        if self.decoder.buffered and self._frame_waiting():
+            self.pause_requests()
 
-    def _write_ready(self, _: asyncio.Task) -> None:
-        """Write every finished response at the head of the queue; order is request order."""
-        while self.in_flight and self.in_flight[0].done() and not self.closing:
-            task = self.in_flight.popleft()
-            if task.cancelled():
-                continue
-            exc = task.exception()
-            if exc is not None:
-                if isinstance(exc, CloseConnection):
-                    log.info("closing %s: %s", self.peer, exc)
-                else:
-                    log.error("closing %s: request failed", self.peer, exc_info=exc)
-                self.close()
-                return
-            parts = task.result()
-            if parts is not None:
-                self._write(parts)
-        if not self.in_flight:
+    def _frame_waiting(self) -> bool:
+        """A whole frame is buffered (or a frame's size prefix says it is too large: let the decoder say so)."""
+        try:
+            return self.decoder.has_frame()
+        except FrameError:
+            return True
+
+    def pause_requests(self) -> None:
+        if self.reading and self.transport is not None and not self.closing:
+            self.reading = False
+            self.transport.pause_reading()
+
+    def resume_requests(self) -> None:
+        if not self.reading and self.transport is not None and not self.closing:
+            self.reading = True
+            self.transport.resume_reading()
+
+    def _on_done(self, task: asyncio.Task) -> None:
+        """Write the finished request's response, then take the next one."""
+        self.in_flight = None
+        if self.closing or task.cancelled():
             self.server.idle_or_done()
+            return
+        exc = task.exception()
+        if exc is not None:
+            if isinstance(exc, CloseConnection):
+                log.info("closing %s: %s", self.peer, exc)
+            else:
+                log.error("closing %s: request failed", self.peer, exc_info=exc)
+            self.close()
+            return
+        parts = task.result()
+        if parts is not None:
+            self._write(parts)
+        self.last_activity = self.server.loop.time()
+        if self.server.accepting:
+            self._take_next()
+        self.server.idle_or_done()
 
     def _write(self, parts: list) -> None:
         assert self.transport is not None
@@ -127,24 +191,25 @@ class KafkaConnection(asyncio.Protocol):
                 self.transport.write(os.pread(fd, size, position))
 
     def pause_writing(self) -> None:
-        # The client reads slower than we answer: stop reading its requests until it catches up.
-        assert self.transport is not None
-        self.transport.pause_reading()
+        # The client reads slower than we answer: take no request (and read none) until it catches up.
+        self.writing_paused = True
+        self.pause_requests()
 
     def resume_writing(self) -> None:
-        assert self.transport is not None
-        if not self.closing:
-            self.transport.resume_reading()
+        self.writing_paused = False
+        if self.server.accepting:
+            self._take_next()
 
     def _check_idle(self) -> None:
         if self.closing:
             return
         idle_until = self.last_activity + self.server.idle_s
-        if not self.in_flight and self.server.loop.time() >= idle_until:
+        if self.in_flight is None and self.server.loop.time() >= idle_until:
             log.info("closing %s: idle for %.0f ms", self.peer, self.server.idle_s * 1000)
             self.close()
         else:
-            self.server.loop.call_at(max(idle_until, self.server.loop.time() + 0.01), self._check_idle)
+            self._idle_timer = self.server.loop.call_at(max(idle_until, self.server.loop.time() + 0.01),
+                                                        self._check_idle)
 
     def close(self) -> None:
         if self.closing:
@@ -152,18 +217,27 @@ class KafkaConnection(asyncio.Protocol):
         self.closing = True
         assert self.transport is not None
         self.transport.close()
-        for task in self.in_flight:
-            task.cancel()
+        if self.in_flight is not None:
+            self.in_flight.cancel()
 
 
 class KafkaServer:
     def __init__(self, dispatcher: Dispatcher, max_frame_size: int, idle_ms: int,
-                 on_disconnect: Callable[[str], None] | None = None) -> None:
+                 on_disconnect: Callable[[str], None] | None = None, max_connections: int = 2**31 - 1,
+                 max_connections_per_ip: int = 2**31 - 1, connection_budget: Callable[[], int] | None = None
+                 ) -> None:
         self.dispatcher = dispatcher
         self.on_disconnect = on_disconnect  # called with the peer address of every closed connection
         self.max_frame_size = max_frame_size
         self.idle_s = idle_ms / 1000 if idle_ms > 0 else 0.0
+        self.max_connections = max_connections
+        self.max_connections_per_ip = max_connections_per_ip
+        self.connection_budget = connection_budget  # connections the file descriptors leave room for
         self.connections: set[KafkaConnection] = set()
+        self.per_ip: collections.Counter[str] = collections.Counter()
+        self._last_refusal_warning = 0.0
+        self.refused = 0
+        self.accepting = True  # False once stopping: requests in flight finish, no new one is taken
         self.loop = asyncio.get_running_loop()
         self._server: asyncio.Server | None = None
         self._drained: asyncio.Event | None = None
@@ -176,6 +250,23 @@ class KafkaServer:
         address = self._server.sockets[0].getsockname()
         return address[0], address[1]
 
+    def admit(self, ip: str) -> str | None:
+        """None if a new connection from `ip` may stay, else the limit it would break."""
+        if len(self.connections) >= self.max_connections:
+            return f"max.connections ({self.max_connections})"
+        if self.per_ip[ip] >= self.max_connections_per_ip:
+            return f"max.connections.per.ip ({self.max_connections_per_ip}) for {ip}"
+        if self.connection_budget is not None and len(self.connections) >= (budget := self.connection_budget()):
+            return f"the file-descriptor budget ({budget} connections beside the logs; raise ulimit -n)"
+        return None
+
+    def warn_refused(self, peer: str, limit: str) -> None:
+        self.refused += 1
+        now = self.loop.time()
+        if now - self._last_refusal_warning >= 1.0:  # a flood of refusals is one line a second
+            self._last_refusal_warning = now
+            log.warning("refusing connection from %s: %s reached (%d refused so far)", peer, limit, self.refused)
+
     def idle_or_done(self) -> None:
         if self._drained is not None and not any(c.in_flight for c in self.connections):
             self._drained.set()
@@ -185,9 +276,9 @@ class KafkaServer:
         if self._server is None:
             return
         self._server.close()
+        self.accepting = False
         for connection in self.connections:
-            if connection.transport is not None:
-                connection.transport.pause_reading()
+            connection.pause_requests()
         self._drained = asyncio.Event()
         self.idle_or_done()
         try:

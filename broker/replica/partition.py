@@ -355,7 +355,8 @@ class Partition:
         if target < log_end:
             log.info("%s-%d: truncating from %d to %d (leader epoch %d ends at %d)", self.topic, self.index,
                      log_end, target, epoch, end_offset)
-            partition_log.truncate_to(target)
+        # also when nothing is cut: an epoch this replica assigned as a leader and never wrote goes (KIP-279)
+        partition_log.truncate_to(target)
         return done
 
     def truncate_fully_and_start_at(self, offset: int) -> None:

@@ -61,6 +61,10 @@ class FetchState:
     truncating: bool = True
     parked: bool = False
     retry_at: float = 0.0
+    # The last truncation answer (epoch, end offset) and our (log end, latest epoch) after it: the same answer
+    # again with nothing changed means no progress, which is logged and backed off, never spun on.
+    last_answer: tuple[int, int, int, int] | None = None
+    stalled_backoff_s: float = 0.0
 
 
 def _key(partition: Partition) -> PartitionKey:
@@ -125,11 +129,14 @@ class ReplicaFetcher:
         if source is None:
             raise ConnectionError(f"broker {self.source_id} is not registered")
         client = KafkaClient(source.host, source.port, f"replica-fetcher-{self.node_id}")
-        await client.open()
-        await asyncio.wait_for(client.negotiate(), REQUEST_TIMEOUT_S)
-        if client.version_for(fetch.API) < MIN_FETCH_VERSION:
+        try:
+            await client.open()
+            await asyncio.wait_for(client.negotiate(), REQUEST_TIMEOUT_S)
+            if client.version_for(fetch.API) < MIN_FETCH_VERSION:
+                raise ValueError(f"broker {self.source_id} does not serve Fetch v{MIN_FETCH_VERSION}+")
+        except BaseException:  # a stop (cancellation) while connecting too: no socket or read loop is left behind
             await client.close()
-            raise ValueError(f"broker {self.source_id} does not serve Fetch v{MIN_FETCH_VERSION}+")
+            raise
         return client
 
     def _ready(self, truncating: bool) -> list[FetchState]:
@@ -139,6 +146,21 @@ class ReplicaFetcher:
 
     def _back_off(self, state: FetchState) -> None:
         state.retry_at = asyncio.get_running_loop().time() + RETRY_BACKOFF_S
+
+    def _truncate(self, state: FetchState, epoch: int, end_offset: int, what: str) -> None:
+        """Truncate by the leader's answer; the same answer twice with our log unchanged is no progress: logged,
+        and the partition backs off (doubling up to RECONNECT_BACKOFF_MAX_S) instead of asking again at once."""
+        partition = state.partition
+        state.truncating = not partition.truncate_to_epoch_end(epoch, end_offset)
+        seen = (epoch, end_offset, partition.log.log_end_offset, partition.log.latest_epoch)
+        if seen != state.last_answer:
+            state.last_answer, state.stalled_backoff_s = seen, 0.0
+            return
+        state.stalled_backoff_s = min(max(state.stalled_backoff_s * 2, RETRY_BACKOFF_S), RECONNECT_BACKOFF_MAX_S)
+        log.warning("%s-%d: %s answered epoch %d ending at %d again with our log end %d and latest epoch %d "
+                    "unchanged: no progress, retrying in %.1f s", partition.topic, partition.index, what, epoch,
+                    end_offset, seen[2], seen[3], state.stalled_backoff_s)
+        state.retry_at = asyncio.get_running_loop().time() + state.stalled_backoff_s
 
     def _on_error(self, state: FetchState, error: ErrorCode, what: str) -> None:
         partition = state.partition
@@ -180,8 +202,7 @@ class ReplicaFetcher:
                     if answer.error_code != ErrorCode.NONE:
                         self._on_error(state, ErrorCode(answer.error_code), "OffsetForLeaderEpoch")
                     else:
-                        done = state.partition.truncate_to_epoch_end(answer.leader_epoch, answer.end_offset)
-                        state.truncating = not done
+                        self._truncate(state, answer.leader_epoch, answer.end_offset, "OffsetForLeaderEpoch")
 
     async def _fetch(self, client: KafkaClient) -> None:
         states = self._ready(truncating=False)
@@ -234,7 +255,7 @@ class ReplicaFetcher:
             return
         diverging = answer.diverging_epoch
         if diverging.epoch >= 0 or diverging.end_offset >= 0:
-            state.truncating = not partition.truncate_to_epoch_end(diverging.epoch, diverging.end_offset)
+            self._truncate(state, diverging.epoch, diverging.end_offset, "DivergingEpoch")
             return
         try:
             partition.append_as_follower(answer.records, answer.high_watermark, answer.log_start_offset)

@@ -75,6 +75,7 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.partitions_by_topic_id: dict[bytes, dict[int, Partition]] = {}
         self.stopping = False  # set at shutdown: long polls answer at once
+        self.may_open_log: Callable[[], bool] = lambda: True  # the broker's file budget, once it is known
         self.fetchers = ReplicaFetchers(self.node_id, metadata, faults, broker_epoch)
         self._isr_check: asyncio.Task | None = None  # started when a replicated partition is first led here
         self._alter_tasks: set[asyncio.Task] = set()
@@ -100,6 +101,10 @@ class ReplicaManager:
                 continue
             partition = hosted.get(index)
             if partition is None:
+                if (topic.name, index) not in self.log_manager.logs and not self.may_open_log():
+                    log.error("%s-%d: not hosted here: a new log would exceed this broker's open-files limit "
+                              "(raise ulimit -n, or place the partition on other brokers)", topic.name, index)
+                    continue
                 partition_log = self.log_manager.get_or_create_log(topic.name, index)
                 partition = Partition(topic.name, index, topic.topic_id, partition_log, self.node_id, configs,
                                       self.faults)

@@ -218,3 +218,17 @@ def test_an_isr_change_counts_only_in_the_leader_epoch_that_asked(tmp_path: Path
     assert partition.begin_isr_change(asked) == (E + 1, 2)
     partition.complete_isr_change(asked, (E + 1, 3, asked))
     assert (partition.isr, partition.partition_epoch) == (asked, 3)
+
+
+def test_a_replica_that_led_for_a_moment_and_wrote_nothing_forgets_that_epoch_when_it_follows(
+        tmp_path: Path) -> None:
+    """KIP-279's livelock: leader for a few ms in epoch E + 1 at log end 3 (nothing appended), then a follower
+    again. The leader answers its latest epoch below, ending at our log end: nothing is cut, but the entry
+    (E + 1, 3) must go, or the follower asks about E + 1 (or is told DivergingEpoch) forever."""
+    partition = make_partition(tmp_path, leader=FOLLOWER)
+    partition.append_as_follower(records(b"a", b"b", b"c", partition_leader_epoch=E), 0, 0)
+    partition.update(LEADER, E + 1, 2, (0, 1, 2), (0, 1, 2), NOW_MS)  # leads: (E + 1, 3) assigned
+    partition.update(FOLLOWER, E + 2, 3, (0, 1, 2), (0, 1, 2), NOW_MS)
+    assert partition.log.latest_epoch == E + 1
+    assert partition.truncate_to_epoch_end(E, 3)  # the leader never saw E + 1: its answer for it is (E, 3)
+    assert (partition.log.log_end_offset, partition.log.latest_epoch) == (3, E)

@@ -7,6 +7,7 @@ controller is a new one over the same directory.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -181,7 +182,8 @@ def test_a_leader_that_misses_heartbeats_is_fenced_and_the_next_isr_member_leads
     assert fence == [BrokerFenceRecord(0, cluster.epochs[0], True)]
 
 
-def test_a_closed_connection_fences_the_leader_after_the_grace_unless_it_heartbeats_again(cluster: Cluster) -> None:
+def test_a_closed_connection_fences_the_leader_after_the_grace_unless_it_heartbeats_again(
+        cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
     cluster.create("t", [0, 1, 2])
     for node in (0, 1, 2):
         cluster.heartbeat(node)
@@ -190,9 +192,13 @@ def test_a_closed_connection_fences_the_leader_after_the_grace_unless_it_heartbe
     cluster.clock.advance(0.3)
     cluster.heartbeat(1)  # reconnected in time: a new heartbeat restores its whole session
     cluster.clock.advance(0.2)
-    cluster.controller.check_liveness()
+    with caplog.at_level(logging.INFO, logger="epoch_broker.broker.controller.controller"):
+        cluster.controller.check_liveness()
     assert cluster.controller.image.fenced_brokers == {0}
     assert cluster.summary("t") == (1, 1, 1, (1, 2))
+    # the log names the cause and the real delays, not the session timeout it did not wait for
+    assert ("fencing broker 0 (its heartbeat connection closed 500 ms ago and it did not come back within the "
+            "400 ms grace; last heartbeat 500 ms ago)") in caplog.text
 
 
 def test_a_fenced_follower_leaves_the_isr_with_only_a_partition_epoch_bump(cluster: Cluster) -> None:
@@ -415,6 +421,38 @@ def test_new_topics_are_placed_only_on_unfenced_brokers(cluster: Cluster) -> Non
     assert all(set(p.replicas) == {0, 2} for p in topic.partitions.values())
     [too_big] = cluster.controller.create_topics([NewTopic("u", num_partitions=1, replication_factor=3)])
     assert too_big.error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_partition_counts_past_the_limits_are_refused_before_anything_is_allocated(
+        cluster: Cluster, validate_only: bool) -> None:
+    end = cluster.controller.end_offset
+    huge, fits, over = cluster.controller.create_topics(
+        [NewTopic("huge", num_partitions=2**31 - 1, replication_factor=1),  # answered at once, nothing allocated
+         NewTopic("a", num_partitions=4_000, replication_factor=1),
+         NewTopic("b", num_partitions=6_001, replication_factor=1)], validate_only)  # 10001 in the request
+    assert huge.error_code == ErrorCode.POLICY_VIOLATION and "10000" in huge.error_message
+    assert fits.error_code == ErrorCode.NONE
+    assert over.error_code == ErrorCode.POLICY_VIOLATION and "10001 in one request" in over.error_message
+    if not validate_only:
+        error, message = cluster.controller.create_partitions("a", 2**31 - 1, None, False)
+        assert error == ErrorCode.POLICY_VIOLATION and "per request" in (message or "")
+    assert "huge" not in cluster.controller.image.topics_by_name
+    assert (cluster.controller.end_offset == end) == validate_only
+
+
+def test_the_cluster_wide_partition_limit_counts_what_exists(tmp_path: Path, clock: FakeClock) -> None:
+    limited = Cluster(tmp_path, clock)
+    limited.config = dataclasses.replace(limited.config, cluster_max_partitions=10)
+    limited.controller.close()
+    limited.controller = limited.start_controller()
+    limited.register(0)
+    [first] = limited.controller.create_topics([NewTopic("t", num_partitions=8, replication_factor=1)])
+    [second] = limited.controller.create_topics([NewTopic("u", num_partitions=3, replication_factor=1)])
+    assert first.error_code == ErrorCode.NONE
+    assert second.error_code == ErrorCode.POLICY_VIOLATION and "cluster.max.partitions is 10" in second.error_message
+    assert limited.controller.create_partitions("t", 10, None, False) == (ErrorCode.NONE, None)
+    assert limited.controller.create_partitions("t", 11, None, False)[0] == ErrorCode.POLICY_VIOLATION
 
 
 def test_a_restarted_controller_replays_to_the_same_image(cluster: Cluster) -> None:

@@ -369,3 +369,12 @@ def test_the_offset_index_is_sparse_and_binary(log: PartitionLog) -> None:
     assert entries[0] == (0, 0)
     assert 1 < len(entries) < 10
     assert all(a < b for a, b in itertools.pairwise(entries))
+
+
+def test_truncating_at_or_past_the_log_end_still_drops_epochs_that_start_there(tmp_path: pathlib.Path) -> None:
+    """Kafka's UnifiedLog.truncateTo: an epoch assigned at the log end by a leader that wrote nothing goes."""
+    log = PartitionLog.open(str(tmp_path / "t-0"), LogConfig())
+    log.append_as_leader(build_batch([(None, b"v", [], None)]), 3)
+    log.epoch_cache.assign(7, log.log_end_offset)  # led in epoch 7 and appended nothing
+    log.truncate_to(log.log_end_offset)
+    assert (log.log_end_offset, log.latest_epoch) == (1, 3)
