@@ -38,9 +38,11 @@ from typing import TYPE_CHECKING, Any
 from epoch_broker.broker.config import BrokerConfig, Endpoint, StartupError, topic_config
 from epoch_broker.broker.controller.channel import ControllerChannel, EmbeddedChannel
 from epoch_broker.broker.controller.controller import Controller
+from epoch_broker.broker.controller.store import CorruptMetadataLog
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.faults import POWER_LOSS_EXIT_STATUS, BrokerFaults
 from epoch_broker.broker.file_budget import FileBudget, raise_open_files_limit
+from epoch_broker.broker.log_dirs import check_metadata_log_present, claim_log_dirs, corrupt_metadata_log
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.network.dispatch import Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
@@ -119,8 +121,14 @@ class Broker:
         config = self.config
         os.makedirs(config.data_dir, exist_ok=True)
         if self._channel is None:
-            self._channel = self._make_channel()
+            if "controller" in config.process_roles:
+                check_metadata_log_present(config.data_dir)
+            try:
+                self._channel = self._make_channel()
+            except CorruptMetadataLog as exc:
+                raise corrupt_metadata_log(exc) from exc
         await self._channel.start(self._on_metadata)
+        claim_log_dirs(list(config.log_dirs), self.cluster_id, self.node_id)
         # Clients send admin requests to the controller id from Metadata: name this broker, which forwards them
         # (as KRaft brokers do), since a controller-only process is not among the brokers clients can reach.
         self.metadata.controller_id = self.node_id
@@ -161,7 +169,7 @@ class Broker:
         # Attach now: the registration's epoch bumps are applied, so each led partition starts in its new epoch.
         records, self._unattached = self._unattached or [], None
         self._replica_manager.apply_metadata(records)
-        self._replica_manager.remove_strays()
+        self._replica_manager.move_strays()
         self._log_manager.checkpoint()
         if OFFSETS_TOPIC in self.metadata.topics_by_name:  # groups to load (in the background)
             _ = self.group_coordinator

@@ -29,6 +29,7 @@ class KafkaClient:
         self._writer: asyncio.StreamWriter | None = None
         self._futures: dict[int, asyncio.Future] = {}
         self._read_task: asyncio.Task | None = None
+        self._closed: ConnectionClosed | None = None  # set when the read loop ended: every later request fails
 
     @classmethod
     async def connect(cls, bootstrap: str, client_id: str = "epoch-broker-client") -> KafkaClient:
@@ -75,8 +76,13 @@ class KafkaClient:
         self._writer.write(data)
 
     async def request(self, api: Api, version: int, body: Any, *, expect_response: bool = True) -> Any:
-        """Send one request and await its decoded response (None when `expect_response` is False)."""
+        """Send one request and await its decoded response (None when `expect_response` is False).
+
+        Raises ConnectionClosed at once once the connection has ended: a request written after the peer closed
+        would otherwise wait for an answer that cannot come."""
         assert self._writer is not None
+        if self._closed is not None:
+            raise self._closed
         correlation_id, data = self.connection.send_request(api, version, body, expect_response)
         self._writer.write(data)
         if not expect_response:
@@ -89,7 +95,7 @@ class KafkaClient:
 
     async def _read_loop(self) -> None:
         assert self._reader is not None
-        error: BaseException = ConnectionClosed(f"{self.host}:{self.port} closed the connection")
+        error = ConnectionClosed(f"{self.host}:{self.port} closed the connection")
         try:
             while data := await self._reader.read(1 << 20):
                 for response in self.connection.receive_data(data):
@@ -102,8 +108,9 @@ class KafkaClient:
                         future.set_result(response.body)
         except (ConnectionError, OSError, UnexpectedResponse) as exc:
             error = ConnectionClosed(str(exc))
-            if self._writer is not None:
-                self._writer.close()
+        self._closed = error
+        if self._writer is not None:
+            self._writer.close()
         for future in self._futures.values():
             if not future.done():
                 future.set_exception(error)

@@ -40,7 +40,8 @@ class EpochEntry(NamedTuple):
 
 class LeaderEpochCache:
     def __init__(self, directory: str, fs: FileSystem | None = None) -> None:
-        self._checkpoint = CheckpointFile(os.path.join(directory, FILE_NAME), fs)
+        self._checkpoint = CheckpointFile(os.path.join(directory, FILE_NAME), fs,
+                                          "the epochs are rebuilt from the leader epochs of the log's batches")
         loaded = self._checkpoint.read((int, int))
         self._entries: list[EpochEntry] = []
         self.loaded_from_checkpoint = loaded is not None

@@ -34,6 +34,13 @@ HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
 DELETE_SUFFIX = "-delete"
+# what takes the place of an unusable checkpoint of the log dir (CheckpointFile's warning says it)
+_FALLBACKS = {
+    HIGH_WATERMARK_FILE: "high watermarks start at the log start (followers and the leader move them again)",
+    RECOVERY_POINT_FILE: "every log is recovered from its first segment",
+    LOG_START_FILE: "log start offsets are taken from the first segments",
+}
+STRAY_SUFFIX = "-stray"  # a partition this broker no longer hosts, kept for the operator (never loaded)
 
 TopicPartition = tuple[str, int]
 
@@ -80,7 +87,7 @@ class LogManager:
         return manager
 
     def _checkpoint(self, log_dir: str, name: str) -> CheckpointFile:
-        return CheckpointFile(os.path.join(log_dir, name), self.fs)
+        return CheckpointFile(os.path.join(log_dir, name), self.fs, _FALLBACKS[name])
 
     def _read_offsets(self, log_dir: str, name: str) -> dict[TopicPartition, int]:
         entries = self._checkpoint(log_dir, name).read((str, int, int)) or []
@@ -136,6 +143,20 @@ class LogManager:
         self.logs[tp] = log
         self._dir_of[tp] = log_dir
         return log
+
+    def move_stray_log(self, topic: str, partition: int) -> str | None:
+        """Close the log and rename its directory `<topic>-<partition>.<id>-stray` (Kafka 3.7's rule): out of
+        the broker's sight, never deleted. Returns the new path (None if there is no such log)."""
+        tp = (topic, partition)
+        log = self.logs.pop(tp, None)
+        log_dir = self._dir_of.pop(tp, None)
+        if log is None or log_dir is None:
+            return None
+        log.close()
+        stray = os.path.join(log_dir, f"{topic}-{partition}.{uuid.uuid4().hex}{STRAY_SUFFIX}")
+        self.fs.rename(log.directory, stray)
+        self.fs.fsync_dir(log_dir)
+        return stray
 
     def delete_log(self, topic: str, partition: int) -> None:
         tp = (topic, partition)

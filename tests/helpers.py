@@ -8,6 +8,7 @@ Start returns once the broker printed its ready line (it then answers requests).
 from __future__ import annotations
 
 import os
+import random
 import resource
 import select
 import signal
@@ -21,8 +22,31 @@ REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 30.0
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+LISTEN_PORTS = range(20000, min(_ephemeral_low(), 32768))
+_random = random.Random()  # its own generator: a test that seeds `random` must not make tests share ports
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
+    """A free loopback port for a server a test starts, below the kernel's ephemeral range: a port bound to 0
+    and released could be taken by any client's outgoing connection before the server binds it (seen: a
+    broker of a cluster test exiting with "address already in use"); below that range only another
+    test's pick can collide, and a random pick among thousands makes that unlikely, checked by a bind."""
+    for _ in range(100):
+        port = _random.choice(LISTEN_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:  # a crowded range: the kernel's choice
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 

@@ -23,8 +23,10 @@ import os
 from epoch_broker.broker.config import BrokerConfig, Endpoint
 from epoch_broker.broker.controller.channel import EmbeddedChannel
 from epoch_broker.broker.controller.controller import Controller
+from epoch_broker.broker.controller.store import CorruptMetadataLog
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.faults import BrokerFaults
+from epoch_broker.broker.log_dirs import check_metadata_log_present, claim_log_dirs, corrupt_metadata_log
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.network.dispatch import CONTROLLER, Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
@@ -39,6 +41,7 @@ class ControllerServer:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.node_id = config.node_id
+        check_metadata_log_present(config.data_dir)  # before the store opens (and would create) it
         self.controller = Controller(config, FileMetadataStore(config.data_dir))
         self.channel = EmbeddedChannel(self.controller)  # the shared topic handlers call the controller through it
         self.metadata: MetadataCache = self.controller.image
@@ -57,7 +60,11 @@ class ControllerServer:
 
     async def start(self) -> Endpoint:
         os.makedirs(self.config.data_dir, exist_ok=True)
-        self.controller.start()
+        try:
+            self.controller.start()
+        except CorruptMetadataLog as exc:
+            raise corrupt_metadata_log(exc) from exc
+        claim_log_dirs([self.config.data_dir], self.cluster_id, self.node_id)
         self.controller.subscribers.append(self._on_commit)
         dispatcher = Dispatcher(self, self.faults, role=CONTROLLER)
         self.server = KafkaServer(dispatcher, self.config.socket_request_max_bytes,

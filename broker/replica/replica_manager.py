@@ -129,12 +129,14 @@ class ReplicaManager:
             partition.remove()
             self.log_manager.delete_log(partition.topic, partition.index)
 
-    def remove_strays(self) -> None:
-        """Start: delete logs of partitions the metadata no longer places here (deleted while we were down)."""
+    def move_strays(self) -> None:
+        """Start: logs of partitions the metadata no longer places here (deleted or moved while we were down)
+        are renamed `-stray` and left for the operator, never deleted (Kafka 3.7)."""
         for topic, index in list(self.log_manager.logs):
             if (topic, index) not in self.partitions:
-                log.warning("deleting stray log %s-%d: not assigned to this broker", topic, index)
-                self.log_manager.delete_log(topic, index)
+                moved = self.log_manager.move_stray_log(topic, index)
+                log.warning("%s-%d is not assigned to this broker: its log is kept as %s (delete it once you know "
+                            "it is not needed)", topic, index, moved)
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))

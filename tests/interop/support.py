@@ -16,13 +16,14 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.helpers import free_port, start_broker
 
 REPO = Path(__file__).resolve().parents[2]
 JS_DIR = Path(__file__).resolve().parent / "js"
@@ -107,12 +108,6 @@ def assert_records(got: list[Rec], want: list[Rec], *, ts_window: tuple[int, int
             prev_ts = g.timestamp
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def wait_port(port: int, timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -165,43 +160,6 @@ def run_tansu(log_path: Path) -> Iterator[Target]:
                     proc.wait()
 
 
-class CliBroker:
-    """Our broker run the way a user runs it (`python -m epoch_broker serve --override ...`), on a fixed port and
-    data dir so that restart() brings back the same broker. Used when tests/helpers.py is not available."""
-
-    def __init__(self, tmp: Path, overrides: dict[str, str]) -> None:
-        self.port = free_port()
-        self.bootstrap = f"127.0.0.1:{self.port}"
-        self.tmp = tmp
-        self.cfg = {"listeners": f"PLAINTEXT://{self.bootstrap}", "advertised.listeners": f"PLAINTEXT://{self.bootstrap}",
-                    "log.dirs": str(tmp / "data"), **overrides}
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.start()
-
-    def start(self) -> None:
-        cmd = [sys.executable, "-m", "epoch_broker", "serve"]
-        for k, v in self.cfg.items():
-            cmd += ["--override", f"{k}={v}"]
-        with open(self.tmp / "epoch_broker.broker.log", "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         cwd=REPO)
-        wait_port(self.port, timeout=30)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-
 @contextlib.contextmanager
 def run_target(tmp: Path, overrides: dict[str, str] | None = None) -> Iterator[Target]:
     """Start the broker under test for one test module; stop it afterwards."""
@@ -212,12 +170,7 @@ def run_target(tmp: Path, overrides: dict[str, str] | None = None) -> Iterator[T
     # no 3 s wait for more members before the first rebalance: each kafkajs test joins a fresh group
     cfg = {"auto.create.topics.enable": "true", "num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
     cfg.update(overrides or {})
-    try:
-        from tests.helpers import start_broker
-    except ImportError:
-        b: Any = CliBroker(tmp, cfg)
-    else:
-        b = start_broker(tmp, cfg)
+    b = start_broker(tmp, cfg)
     try:
         yield Target(bootstrap=b.bootstrap, kind="epoch", handle=b, restart_fn=b.restart, data_dir=tmp)
     finally:

@@ -1,0 +1,44 @@
+"""Asynchronous offset commits pipelined on one connection take effect in the order sent, on a 3-broker cluster
+where each commit waits for its replicated `__consumer_offsets` append (issue 17.8: the committed offset read
+back was 29, 10 or 33 of 50, and went backwards). Kafka handles one request per connection at a time."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from tests.cluster.support import Cluster, create_topic
+
+pytestmark = pytest.mark.slow
+
+TOPIC = "commits"
+COMMITS = 200
+ROUNDS = 20
+
+
+@pytest.mark.cluster(brokers=3)
+async def test_pipelined_asynchronous_commits_leave_the_last_one_committed(cluster: Cluster) -> None:
+    await create_topic(cluster, TOPIC)
+    answered: list[KafkaError | None] = []
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "ordered-commits",
+                         "enable.auto.commit": False, "log_level": 2,
+                         "on_commit": lambda error, _partitions: answered.append(error)})
+    try:
+        consumer.assign([TopicPartition(TOPIC, 0, 0)])
+        committed_after_round = []
+        for round_number in range(ROUNDS):
+            base = round_number * COMMITS
+            for offset in range(base + 1, base + COMMITS + 1):  # no waiting between them: they pipeline
+                consumer.commit(offsets=[TopicPartition(TOPIC, 0, offset)], asynchronous=True)
+            deadline = time.monotonic() + 60
+            while len(answered) < (round_number + 1) * COMMITS:  # every commit answered (callbacks run in poll)
+                assert time.monotonic() < deadline, f"{len(answered)} commits answered"
+                consumer.poll(0.05)
+            [committed] = consumer.committed([TopicPartition(TOPIC, 0)], timeout=30)
+            committed_after_round.append(committed.offset)
+        assert [error for error in answered if error is not None] == []
+        assert committed_after_round == [(r + 1) * COMMITS for r in range(ROUNDS)]
+    finally:
+        consumer.close()
