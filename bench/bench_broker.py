@@ -7,12 +7,13 @@ per GB moved (produce + consume, psutil cpu_times of the broker pid), peak RSS, 
 first Metadata answer. Each broker is started fresh per run; a run does every case. Figures are the median
 of the runs with (min-max); ratios are ours / Tansu (MB/s: higher is better; CPU-s/GB and RSS: lower is).
 
-    python -m bench.bench_broker [--runs 3] [--scale 1.0] [--only ours|tansu]
+    python -m bench.bench_broker [--runs 3] [--scale 1.0] [--only ours|tansu] [--compression none|lz4|...]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -70,12 +71,20 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         time.sleep(0.05)
 
 
-def produce(bootstrap: str, topic: str, size: int, count: int, partitions: int) -> float:
+def payload_of(size: int, compression: str) -> bytes:
+    """The record value: one repeated byte uncompressed (the historical figures); compressed, hex text of random
+    bytes (about 2:1, as JSON or log lines compress), so that batches are not all zeros."""
+    if compression == "none":
+        return b"x" * size
+    return os.urandom(size // 2 + 1).hex().encode()[:size]
+
+
+def produce(bootstrap: str, topic: str, size: int, count: int, partitions: int, compression: str = "none") -> float:
     """Send count messages of size bytes round-robin over the partitions; return seconds until all acked."""
     p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5, "batch.size": 1_000_000,
                   "queue.buffering.max.kbytes": 512 * 1024, "queue.buffering.max.messages": 1_000_000,
-                  "compression.type": "none"})
-    payload = b"x" * size
+                  "compression.type": compression})
+    payload = payload_of(size, compression)
     failed: list[str] = []
 
     def on_delivery(err: object, _msg: object) -> None:
@@ -122,12 +131,12 @@ def consume(bootstrap: str, topic: str, count: int, partitions: int) -> float:
         c.close()
 
 
-def run_case(b: BrokerProc, size: int, partitions: int, mbytes: float) -> CaseResult:
+def run_case(b: BrokerProc, size: int, partitions: int, mbytes: float, compression: str) -> CaseResult:
     count = max(1, int(mbytes * MB / size))
     topic = f"bench-{size}-{partitions}-{time.time_ns()}"
     create_topic(b.bootstrap, topic, partitions)
     cpu0 = b.cpu_seconds()
-    tp = produce(b.bootstrap, topic, size, count, partitions)
+    tp = produce(b.bootstrap, topic, size, count, partitions, compression)
     tc = consume(b.bootstrap, topic, count, partitions)
     cpu = b.cpu_seconds() - cpu0
     moved_gb = 2 * count * size / 1e9  # bytes in plus bytes out
@@ -135,14 +144,14 @@ def run_case(b: BrokerProc, size: int, partitions: int, mbytes: float) -> CaseRe
                       cpu / moved_gb)
 
 
-def run_once(which: str, scale: float, workdir: Path) -> RunResult:
+def run_once(which: str, scale: float, workdir: Path, compression: str) -> RunResult:
     start = start_ours if which == "ours" else start_tansu
     with start(workdir) as b:
-        cases = [run_case(b, size, parts, mb * scale) for size, parts, mb in CASES]
+        cases = [run_case(b, size, parts, mb * scale, compression) for size, parts, mb in CASES]
         return RunResult(which, b.ready_s * 1000, b.rss.peak / MB, cases)
 
 
-def summarize(runs: list[RunResult]) -> dict[str, Any]:
+def summarize(runs: list[RunResult], compression: str = "none") -> dict[str, Any]:
     brokers = sorted({r.broker for r in runs}, key=lambda n: n != "ours")
 
     def vals(broker: str, key: str, size: int | None = None, parts: int | None = None) -> list[float]:
@@ -168,7 +177,7 @@ def summarize(runs: list[RunResult]) -> dict[str, Any]:
         rows.append(row)
     header = ["case", "metric", *brokers] + (["ours/tansu"] if len(brokers) == 2 else [])
     print_table(f"bench_broker: median (min-max) of {len(runs) // max(1, len(brokers))} runs, confluent-kafka "
-                "client, acks=1, no compression; ours writes to disk, Tansu is in memory", header, rows)
+                f"client, acks=1, compression {compression}; ours writes to disk, Tansu is in memory", header, rows)
     return {"header": header, "rows": rows}
 
 
@@ -177,12 +186,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the data size of every case")
     ap.add_argument("--only", choices=["ours", "tansu"], help="measure one broker only")
+    ap.add_argument("--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none",
+                    help="the producer's compression.type (default none)")
     args = ap.parse_args(argv)
     runs = alternate_runs("epoch-bench-", args.runs, args.only,
-                          lambda which, workdir: run_once(which, args.scale, workdir),
+                          lambda which, workdir: run_once(which, args.scale, workdir, args.compression),
                           lambda r: f"ready {r.ready_ms:.0f} ms, peak RSS {r.peak_rss_mb:.0f} MB")
-    table = summarize(runs)
-    path = write_results("bench_broker", {"scale": args.scale, "runs": [asdict(r) for r in runs], "table": table})
+    table = summarize(runs, args.compression)
+    path = write_results("bench_broker", {"scale": args.scale, "compression": args.compression,
+                                          "runs": [asdict(r) for r in runs], "table": table})
     print(f"results: {path}")
 
 

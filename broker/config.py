@@ -181,6 +181,8 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "cluster.max.partitions": ("cluster_max_partitions", _int(1)),
     "max.connections": ("max_connections", _int(0)),
     "max.connections.per.ip": ("max_connections_per_ip", _int(0)),
+    "log.message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _int(0)),
+    "log.message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _int(0)),
 }
 
 
@@ -221,6 +223,8 @@ class BrokerConfig:
     cluster_max_partitions: int = 50_000
     max_connections: int = 2**31 - 1  # Kafka's defaults: no limit but the file-descriptor budget
     max_connections_per_ip: int = 2**31 - 1
+    message_timestamp_before_max_ms: int = 2**63 - 1  # Kafka's defaults: any timestamp is accepted
+    message_timestamp_after_max_ms: int = 2**63 - 1
 
     @property
     def advertised(self) -> Endpoint:
@@ -319,9 +323,8 @@ TOPIC_CONFIGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "cleanup.policy": ("log_cleanup_policy", _choice("delete", "compact")),
     # Batches are stored as the producer compressed them: "producer" is the only value honoured.
     "compression.type": ("compression_type", _choice("producer")),
-    "cluster.max.partitions": ("cluster_max_partitions", _int(1)),
-    "max.connections": ("max_connections", _int(0)),
-    "max.connections.per.ip": ("max_connections_per_ip", _int(0)),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _int(0)),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _int(0)),
 }
 
 

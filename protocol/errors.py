@@ -215,6 +215,18 @@ class UnsupportedForMessageFormat(KafkaError):
     code = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
 
 
+class InvalidRecordError(KafkaError):
+    """A batch that decodes but breaks a rule for client writes (Kafka's InvalidRecordException)."""
+
+    code = ErrorCode.INVALID_RECORD
+
+
+class InvalidTimestampError(KafkaError):
+    """A record timestamp outside what the topic accepts (message.timestamp.before/after.max.ms)."""
+
+    code = ErrorCode.INVALID_TIMESTAMP
+
+
 class OffsetOutOfRange(KafkaError):
     """A read or truncation asked for an offset outside [log start offset, log end offset]."""
 

@@ -43,7 +43,7 @@ from enum import IntEnum
 from typing import Any, NamedTuple
 
 import crc32c
-from epoch_broker.protocol.errors import CorruptRecordError, UnsupportedForMessageFormat
+from epoch_broker.protocol.errors import CorruptRecordError, InvalidRecordError, UnsupportedForMessageFormat
 
 Buffer = bytes | bytearray | memoryview
 
@@ -255,37 +255,56 @@ def _read_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
     return bytes(buf[pos : pos + length]), pos + length
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+def _snappy_decompress(data: bytes, max_size: int) -> bytes:
     import snappy
 
     if not data.startswith(_XERIAL_MAGIC):
-        return snappy.decompress(data)
+        out = snappy.decompress(data)
+        if len(out) > max_size:
+            raise ValueError(f"decompresses to more than {max_size} bytes")
+        return out
     # xerial framing: 16-byte header, then length-prefixed raw snappy blocks.
-    out = bytearray()
+    blocks = bytearray()
     pos = len(_XERIAL_HEADER)
     while pos < len(data):
         (size,) = struct.unpack_from(">i", data, pos)
         pos += 4
         if size < 0 or pos + size > len(data):
             raise ValueError("truncated xerial snappy block")
-        out += snappy.decompress(data[pos : pos + size])
+        blocks += snappy.decompress(data[pos : pos + size])
+        if len(blocks) > max_size:
+            raise ValueError(f"decompresses to more than {max_size} bytes")
         pos += size
-    return bytes(out)
+    return bytes(blocks)
 
 
-def _decompress(codec: Compression, data: bytes) -> bytes:
+# A batch decompressing to more than this is refused (a decompression bomb must not exhaust memory). Kafka
+# bounds it by the JVM heap; 64 MiB is far above any producer's batch (batch.size defaults to 16 KiB-1 MiB).
+MAX_DECOMPRESSED_BYTES = 64 << 20
+
+
+def _decompress(codec: Compression, data: bytes, max_size: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """The batch body decompressed; ValueError (or the codec's own error) past `max_size` or on bad data."""
     if codec is Compression.GZIP:
-        return zlib.decompress(data, 16 + zlib.MAX_WBITS)
-    if codec is Compression.SNAPPY:
-        return _snappy_decompress(data)
-    if codec is Compression.LZ4:
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out = decompressor.decompress(data, max_size + 1)
+    elif codec is Compression.SNAPPY:
+        return _snappy_decompress(data, max_size)
+    elif codec is Compression.LZ4:
         import lz4.frame
 
-        return lz4.frame.decompress(data)
-    import zstandard
+        out = lz4.frame.LZ4FrameDecompressor().decompress(data, max_length=max_size + 1)
+    else:
+        import io
 
-    # Streaming decompression: producers need not write the content size into the frame.
-    return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        import zstandard
+
+        # Streaming: producers need not write the content size into the frame.
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as reader:
+            out = reader.read(max_size + 1)
+    if len(out) > max_size:
+        raise ValueError(f"decompresses to more than {max_size} bytes")
+    return out
 
 
 def _compress(codec: Compression, data: bytes) -> bytes:
@@ -308,22 +327,84 @@ def _compress(codec: Compression, data: bytes) -> bytes:
 
 def iter_records(buf: Buffer, pos: int, header: BatchHeader) -> Iterator[Record]:
     """Decode the records of the batch at ``pos`` (decompressing if needed)."""
-    end = pos + header.batch_length + LOG_OVERHEAD
-    view = buf if isinstance(buf, memoryview) else memoryview(buf)
-    body: Buffer = view[pos + BATCH_HEADER_SIZE : end]
-    codec = header.attributes & _COMPRESSION_MASK
-    if codec:
-        try:
-            body = _decompress(Compression(codec), bytes(body))
-        # Each codec library raises its own exception types; all mean the same thing here.
-        except Exception as exc:
-            raise CorruptRecordError(f"cannot decompress batch at offset {header.base_offset}") from exc
+    body = batch_body(buf, pos, header)
     log_append = header.timestamp_type == TIMESTAMP_LOG_APPEND_TIME
     try:
         records = _decode_records(body, header, log_append)
     except (IndexError, ValueError, UnicodeDecodeError) as exc:
         raise CorruptRecordError(f"malformed record in batch at offset {header.base_offset}") from exc
     yield from records
+
+
+class RecordScan(NamedTuple):
+    """What `scan_records` learned of a batch's records without copying them."""
+
+    count: int
+    min_timestamp_delta: int
+    max_timestamp_delta: int
+    null_key: bool
+
+
+def batch_body(buf: Buffer, pos: int, header: BatchHeader) -> Buffer:
+    """The records of the batch at ``pos``: a view of the buffer, or decompressed (bounded) bytes."""
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    body: Buffer = view[pos + BATCH_HEADER_SIZE : pos + header.batch_length + LOG_OVERHEAD]
+    codec = header.attributes & _COMPRESSION_MASK
+    if not codec:
+        return body
+    try:
+        return _decompress(Compression(codec), bytes(body))
+    except Exception as exc:  # each codec library raises its own types: all mean a corrupt batch
+        raise CorruptRecordError(f"batch at offset {header.base_offset} does not decompress as "
+                                 f"{Compression(codec).name.lower()}: {exc}") from exc
+
+
+def scan_records(body: Buffer, header: BatchHeader) -> RecordScan:
+    """Walk every record of a batch body (from `batch_body`) without copying keys, values or headers: each
+    record's length must match its fields, offset deltas must run 0, 1, 2, ... and the number of records
+    must be the header's count. CorruptRecordError for bad framing, InvalidRecordError for bad offsets."""
+    pos = 0
+    size = len(body)
+    low = high = None
+    null_key = False
+    read = _read_varint
+    try:
+        for expected_delta in range(header.records_count):
+            length, pos = read(body, pos)
+            record_end = pos + length
+            if length < 0 or record_end > size:
+                raise CorruptRecordError(f"record {expected_delta} of the batch at offset {header.base_offset} "
+                                         f"claims {length} bytes, past the end of the batch")
+            ts_delta, pos = read(body, pos + 1)  # after the attributes byte
+            offset_delta, pos = read(body, pos)
+            if offset_delta != expected_delta:
+                raise InvalidRecordError(f"record {expected_delta} of the batch at offset {header.base_offset} "
+                                         f"has offset delta {offset_delta}")
+            key_length, pos = read(body, pos)
+            null_key = null_key or key_length < 0
+            pos += max(key_length, 0)
+            value_length, pos = read(body, pos)
+            pos += max(value_length, 0)
+            header_count, pos = read(body, pos)
+            if header_count < 0:
+                raise CorruptRecordError(f"record {expected_delta}: negative header count")
+            for _ in range(header_count):
+                header_key_length, pos = read(body, pos)
+                if header_key_length < 0:
+                    raise CorruptRecordError(f"record {expected_delta}: null header key")
+                header_value_length, pos = read(body, pos + header_key_length)
+                pos += max(header_value_length, 0)
+            if pos != record_end:
+                raise CorruptRecordError(f"record {expected_delta} of the batch at offset {header.base_offset}: "
+                                         "its length does not match its fields")
+            low = ts_delta if low is None or ts_delta < low else low
+            high = ts_delta if high is None or ts_delta > high else high
+    except (IndexError, ValueError) as exc:
+        raise CorruptRecordError(f"malformed record in the batch at offset {header.base_offset}") from exc
+    if pos != size:
+        raise CorruptRecordError(f"the batch at offset {header.base_offset} has bytes after its "
+                                 f"{header.records_count} records")
+    return RecordScan(header.records_count, low or 0, high or 0, null_key)
 
 
 def _decode_records(body: Buffer, header: BatchHeader, log_append: bool) -> list[Record]:

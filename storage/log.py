@@ -31,10 +31,15 @@ import bisect
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from epoch_broker.protocol.errors import CorruptRecordError, KafkaError, KafkaStorageError, OffsetOutOfRange
+from epoch_broker.protocol.errors import (
+    CorruptRecordError,
+    KafkaError,
+    KafkaStorageError,
+    OffsetOutOfRange,
+)
 from epoch_broker.protocol.records import (
     BatchHeader,
     iter_batches,
@@ -47,10 +52,10 @@ from epoch_broker.protocol.records import (
 from epoch_broker.storage.file_records import FileSlice
 from epoch_broker.storage.fs import FileSystem
 from epoch_broker.storage.leader_epoch import LeaderEpochCache
+from epoch_broker.storage.log_validator import LONG_MAX, ValidationRules, validate_client_batches
 from epoch_broker.storage.producer_state import ProducerStateManager
 from epoch_broker.storage.segment import LogSegment
 
-LONG_MAX = 2**63 - 1
 _MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries store offsets relative to the segment as int32
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -73,6 +78,7 @@ class LogConfig:
     index_interval_bytes: int = 4096  # index.interval.bytes
     message_timestamp_type: str = "CreateTime"  # message.timestamp.type: CreateTime | LogAppendTime
     fsync_every_append: bool = False  # not a Kafka config: single-node durability
+    validation: ValidationRules = field(default_factory=ValidationRules)  # log_validator.py: client batches
     file_delete_delay_ms: int = 60_000  # file.delete.delay.ms
 
 
@@ -335,11 +341,13 @@ class PartitionLog:
         return view, batches
 
     def append_as_leader(self, buf: bytearray | memoryview, leader_epoch: int) -> AppendInfo:
-        """Validate, assign offsets, stamp ``leader_epoch`` in place, write. All or nothing."""
+        """Validate (each batch, then every record: log_validator.py), assign offsets, stamp ``leader_epoch`` in
+        place, write. All or nothing."""
         self._check_writable()
         view, batches = self._validated(buf)
-        first = offset = self.log_end_offset
         now = self.clock()
+        validate_client_batches(view, batches, self.config.validation, now)
+        first = offset = self.log_end_offset
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         stamped = []
         num_records = 0

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from epoch_broker.broker.faults import BrokerFaults
-from epoch_broker.protocol.errors import ErrorCode, KafkaError, OffsetOutOfRange
+from epoch_broker.protocol.errors import ErrorCode, KafkaError, OffsetOutOfRange, UnsupportedForMessageFormat
 from epoch_broker.protocol.records import iter_batches
 from epoch_broker.storage.file_records import FileRecords
 from epoch_broker.storage.log import LogConfig, PartitionLog
@@ -202,6 +202,8 @@ class Partition:
             if duplicate is not None:
                 return duplicate
             info = self.log.append_as_leader(records, self.leader_epoch)
+        except UnsupportedForMessageFormat as exc:  # Kafka's answer to an old message set in Produce v3+
+            return AppendResult(ErrorCode.INVALID_RECORD, message=f"record batches of magic 2 only: {exc}")
         except KafkaError as exc:
             return AppendResult(exc.code, message=str(exc))
         self.maybe_advance_high_watermark()

@@ -38,6 +38,7 @@ from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.records import iter_batches, iter_records
 from epoch_broker.storage.log import LONG_MAX, LogConfig
 from epoch_broker.storage.log_manager import LogManager
+from epoch_broker.storage.log_validator import ValidationRules
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,11 @@ def log_config_for(config: BrokerConfig, topic_configs: dict[str, Any]) -> LogCo
         flush_interval_ms=LONG_MAX if topic_configs["flush.ms"] is None else topic_configs["flush.ms"],
         message_timestamp_type=topic_configs["message.timestamp.type"],
         fsync_every_append=config.log_flush_every_append,
+        validation=ValidationRules(
+            compacted=compacted,
+            timestamp_before_max_ms=topic_configs["message.timestamp.before.max.ms"],
+            timestamp_after_max_ms=topic_configs["message.timestamp.after.max.ms"],
+            check_timestamps=topic_configs["message.timestamp.type"] == "CreateTime"),
     )
 
 

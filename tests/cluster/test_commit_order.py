@@ -24,9 +24,13 @@ async def test_pipelined_asynchronous_commits_leave_the_last_one_committed(clust
     answered: list[KafkaError | None] = []
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "ordered-commits",
                          "enable.auto.commit": False, "log_level": 2,
-                         "on_commit": lambda error, _partitions: answered.append(error)})
+                         "on_commit": lambda error, partitions: partitions[0].offset > 0 and answered.append(error)})
     try:
         consumer.assign([TopicPartition(TOPIC, 0, 0)])
+        # A synchronous commit first: the group's coordinator is found and loaded. (While it loads, commits
+        # are answered COORDINATOR_LOAD_IN_PROGRESS and librdkafka retries them in its own order, against
+        # Kafka as here: that reordering is the client's.)
+        consumer.commit(offsets=[TopicPartition(TOPIC, 0, 0)], asynchronous=False)  # not counted in `answered`
         committed_after_round = []
         for round_number in range(ROUNDS):
             base = round_number * COMMITS

@@ -9,7 +9,11 @@ import socket
 import struct
 
 import pytest
-from epoch_broker.protocol.errors import CorruptRecordError, OffsetOutOfRange, UnsupportedForMessageFormat
+from epoch_broker.protocol.errors import (
+    CorruptRecordError,
+    OffsetOutOfRange,
+    UnsupportedForMessageFormat,
+)
 from epoch_broker.protocol.records import Compression, build_batch, iter_batches, iter_records, validate_batch
 from epoch_broker.storage.leader_epoch import EpochEntry
 from epoch_broker.storage.log import LogConfig, PartitionLog, UnexpectedAppendOffset
@@ -84,6 +88,8 @@ def test_old_message_formats_are_refused(log: PartitionLog) -> None:
     old[16] = 1
     with pytest.raises(UnsupportedForMessageFormat):
         log.append_as_leader(old, 0)
+    with pytest.raises(UnsupportedForMessageFormat):  # a follower's copy cannot hold one either
+        log.append_as_follower(old)
 
 
 def test_reads_return_whole_batches_and_the_first_even_when_too_big(log: PartitionLog) -> None:

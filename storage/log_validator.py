@@ -1,0 +1,70 @@
+"""Kafka's LogValidator for batches a client writes, on the leader, before a byte is stored.
+
+Rules (each answered with Kafka's code and a message naming the batch and what is wrong):
+- Magic 2 only: Produce v3+ carries record batches v2 (older magics: INVALID_RECORD, as Kafka answers).
+- No control batches from clients (INVALID_RECORD): commit and abort markers are the coordinator's.
+- The header's record count equals lastOffsetDelta + 1, and is at least 1 (INVALID_RECORD): one record with
+  lastOffsetDelta 2^31-1 cannot move the log end by 2^31.
+- Every record is walked (decompressed first, bounded at MAX_DECOMPRESSED_BYTES): its length must match its
+  fields, offset deltas run 0..n-1, the count matches (CORRUPT_MESSAGE for framing or a body that does not
+  decompress, INVALID_RECORD for offsets): a batch labelled gzip that is not gzip is refused, not stored.
+- A compacted topic takes no record without a key (INVALID_RECORD).
+- CreateTime timestamps must lie within message.timestamp.before.max.ms before and
+  message.timestamp.after.max.ms after the broker's clock (INVALID_TIMESTAMP; Kafka's defaults accept any).
+- Valid batches are stored as they came: a compressed one is not recompressed, an uncompressed one is checked
+  in place (no copy of its records).
+
+Followers skip this: they copy batches the leader already validated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from epoch_broker.protocol.errors import InvalidRecordError, InvalidTimestampError
+from epoch_broker.protocol.records import (
+    TIMESTAMP_LOG_APPEND_TIME,
+    BatchHeader,
+    Buffer,
+    batch_body,
+    scan_records,
+)
+
+LONG_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationRules:
+    compacted: bool = False  # cleanup.policy=compact: every record needs a key
+    timestamp_before_max_ms: int = LONG_MAX  # message.timestamp.before.max.ms
+    timestamp_after_max_ms: int = LONG_MAX  # message.timestamp.after.max.ms
+    check_timestamps: bool = True  # False for LogAppendTime topics: the broker's time replaces the client's
+
+
+def validate_client_batches(buf: Buffer, batches: Sequence[tuple[int, BatchHeader]], rules: ValidationRules,
+                            now_ms: int) -> None:
+    """Raise the KafkaError Kafka would answer for the first batch that breaks a rule; return if all hold."""
+    for index, (pos, header) in enumerate(batches):
+        where = f"batch {index} (producer {header.producer_id})"
+        if header.is_control:
+            raise InvalidRecordError(f"{where}: clients may not write control batches")
+        if header.records_count < 1:
+            raise InvalidRecordError(f"{where}: a batch needs at least one record")
+        if header.records_count != header.last_offset_delta + 1:
+            raise InvalidRecordError(f"{where}: {header.records_count} records but lastOffsetDelta "
+                                     f"{header.last_offset_delta}")
+        scan = scan_records(batch_body(buf, pos, header), header)
+        if rules.compacted and scan.null_key:
+            raise InvalidRecordError(f"{where}: a compacted topic takes no record without a key")
+        if rules.check_timestamps and header.timestamp_type != TIMESTAMP_LOG_APPEND_TIME:
+            earliest = header.base_timestamp + scan.min_timestamp_delta
+            latest = header.base_timestamp + scan.max_timestamp_delta
+            if now_ms - earliest > rules.timestamp_before_max_ms:
+                raise InvalidTimestampError(f"{where}: timestamp {earliest} is more than "
+                                            f"message.timestamp.before.max.ms {rules.timestamp_before_max_ms} "
+                                            f"before the broker's time {now_ms}")
+            if latest - now_ms > rules.timestamp_after_max_ms:
+                raise InvalidTimestampError(f"{where}: timestamp {latest} is more than "
+                                            f"message.timestamp.after.max.ms {rules.timestamp_after_max_ms} "
+                                            f"after the broker's time {now_ms}")
