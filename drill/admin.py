@@ -5,11 +5,15 @@
 - `fault`: IncrementalAlterConfigs v1 on the broker resource (type 4) of one node, sent to that node: the
   fault hooks of broker/faults.py. `fault.power.loss` makes the broker exit without answering, so a closed
   connection is its success.
+- `reassign --replicas 0,1,3 | --cancel`, `reassignments`: AlterPartitionReassignments and
+  ListPartitionReassignments v0 to the controller (KIP-455: replace a dead broker, move a partition off one).
+- `remove-broker`: UnregisterBroker v0 to the controller, for a broker that is gone for good.
 - `kill`, `pause`, `resume`, `restart`: signals by the pids in DIR/cluster.json (drill/launcher.py's code).
 - `status`: every process and whether it runs, then each partition's leader, leader epoch and ISR from a
   Metadata request.
 
-The request helpers (`elect`, `alter_faults`, `fetch_metadata`) are what the cluster tests use too.
+The request helpers (`elect`, `reassign`, `reassignments`, `remove_broker`, `alter_faults`, `fetch_metadata`)
+are what the cluster tests use too.
 """
 
 from __future__ import annotations
@@ -26,7 +30,14 @@ from epoch_broker.broker.faults import POWER_LOSS
 from epoch_broker.client.aio import ConnectionClosed, KafkaClient
 from epoch_broker.drill import launcher
 from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import elect_leaders, incremental_alter_configs, metadata
+from epoch_broker.protocol.messages import (
+    alter_partition_reassignments,
+    elect_leaders,
+    incremental_alter_configs,
+    list_partition_reassignments,
+    metadata,
+    unregister_broker,
+)
 
 REQUEST_TIMEOUT_S = 5.0  # a paused (SIGSTOP) process accepts connections but never answers
 BROKER_RESOURCE = 4
@@ -93,6 +104,45 @@ async def elect(controller: str, topic: str, partition: int, leader: int = -1, u
             if answer.error_code:
                 raise AdminError(_error(answer.error_code, answer.error_message))
     return "elected"
+
+
+async def reassign(controller: str, topic: str, partition: int, replicas: list[int] | None,
+                   timeout_s: float = REQUEST_TIMEOUT_S) -> str:
+    """Start (replicas) or cancel (None) a reassignment (AlterPartitionReassignments); returns "started" or
+    "cancelled", raises AdminError otherwise."""
+    R = alter_partition_reassignments.REQUEST
+    request = R.cls(timeout_ms=int(timeout_s * 1000), topics=[R.ReassignableTopic(name=topic, partitions=[
+        R.ReassignablePartition(partition_index=partition, replicas=replicas)])])
+    response = await _call(controller, timeout_s,
+                           lambda client: client.request(alter_partition_reassignments.API, 0, request))
+    if response.error_code:
+        raise AdminError(_error(response.error_code, response.error_message))
+    for result in response.responses:
+        for answer in result.partitions:
+            if answer.error_code:
+                raise AdminError(_error(answer.error_code, answer.error_message))
+    return "started" if replicas is not None else "cancelled"
+
+
+async def reassignments(controller: str, timeout_s: float = REQUEST_TIMEOUT_S
+                        ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
+    """(topic, partition, replicas, adding, removing) of every reassignment in progress."""
+    request = list_partition_reassignments.REQUEST.cls(timeout_ms=int(timeout_s * 1000), topics=None)
+    response = await _call(controller, timeout_s,
+                           lambda client: client.request(list_partition_reassignments.API, 0, request))
+    if response.error_code:
+        raise AdminError(_error(response.error_code, response.error_message))
+    return [(topic.name, p.partition_index, list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+            for topic in response.topics for p in topic.partitions]
+
+
+async def remove_broker(controller: str, node_id: int, timeout_s: float = REQUEST_TIMEOUT_S) -> str:
+    """UnregisterBroker: a broker gone for good leaves the cluster metadata."""
+    response = await _call(controller, timeout_s, lambda client: client.request(
+        unregister_broker.API, 0, unregister_broker.REQUEST.cls(broker_id=node_id)))
+    if response.error_code:
+        raise AdminError(_error(response.error_code, response.error_message))
+    return "removed"
 
 
 async def alter_faults(address: str, node_id: int, settings: dict[str, str], clear: list[str] | None = None,
@@ -173,6 +223,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     restart.add_argument("--node", type=int, required=True)
     restart.add_argument("--hard", action="store_true", help="SIGKILL instead of a clean stop")
     commands.add_parser("status", help="processes, and each partition's leader, epoch and ISR")
+    reassign_cmd = commands.add_parser(
+        "reassign", help="move a partition to new replicas (AlterPartitionReassignments, to the controller)")
+    reassign_cmd.add_argument("--topic", required=True)
+    reassign_cmd.add_argument("--partition", type=int, required=True)
+    target = reassign_cmd.add_mutually_exclusive_group(required=True)
+    target.add_argument("--replicas", help="the new replica list, e.g. 0,1,3 (the first is the preferred leader)")
+    target.add_argument("--cancel", action="store_true", help="go back to the replicas before the reassignment")
+    commands.add_parser("reassignments", help="the reassignments in progress (ListPartitionReassignments)")
+    remove = commands.add_parser("remove-broker", help="remove a stopped broker from the cluster (UnregisterBroker)")
+    remove.add_argument("--node", type=int, required=True)
 
 
 def _say(message: str) -> None:
@@ -208,6 +268,33 @@ def _elect(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFil
          f"({target}) via {controller}")
     outcome = asyncio.run(elect(controller, args.topic, args.partition, args.leader, args.unclean))
     _say(f"{args.topic}-{args.partition}: {outcome}")
+    return 0
+
+
+def _reassign(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
+    controller = args.bootstrap or _need_cluster(args, cluster).controller.address
+    replicas = None if args.cancel else [int(r) for r in args.replicas.split(",")]
+    what = "cancel the reassignment of" if replicas is None else f"move to replicas {replicas}:"
+    _say(f"{what} {args.topic}-{args.partition} via {controller}")
+    outcome = asyncio.run(reassign(controller, args.topic, args.partition, replicas))
+    _say(f"{args.topic}-{args.partition}: {outcome} (follow it with `epoch-broker admin reassignments`)")
+    return 0
+
+
+def _reassignments(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
+    controller = args.bootstrap or _need_cluster(args, cluster).controller.address
+    ongoing = asyncio.run(reassignments(controller))
+    if not ongoing:
+        _say("no reassignment in progress")
+    for topic, partition, replicas, adding, removing in ongoing:
+        _say(f"{topic}-{partition}: replicas {replicas}, adding {adding}, removing {removing}")
+    return 0
+
+
+def _remove_broker(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
+    controller = args.bootstrap or _need_cluster(args, cluster).controller.address
+    _say(f"unregister broker {args.node} via {controller}")
+    _say(f"broker {args.node}: {asyncio.run(remove_broker(controller, args.node))}")
     return 0
 
 
@@ -288,5 +375,6 @@ def _print_table(header: list[str], rows: list[list[Any]]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
-_COMMANDS = {"elect": _elect, "fault": _fault, "kill": _kill, "pause": _pause, "resume": _resume,
+_COMMANDS = {"elect": _elect, "fault": _fault, "reassign": _reassign, "reassignments": _reassignments,
+             "remove-broker": _remove_broker, "kill": _kill, "pause": _pause, "resume": _resume,
              "restart": _restart, "status": _status}

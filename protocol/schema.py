@@ -167,11 +167,12 @@ def _make_class(name: str, fields: list[Field], types: dict[str, type]) -> type:
             elif nested._declared_fields is not f.fields:  # type: ignore[attr-defined]
                 raise ValueError(f"struct {f.element_type} declared twice with different fields")
             namespace[f"_cls_{f.name}"] = nested
+        # default None: the parameter defaults to None and what the caller passes is kept
         if f.is_array:
-            default_expr = "None" if f.default is None else f"[] if {f.name} is _NEW else {f.name}"
+            default_expr = f.name if f.default is None else f"[] if {f.name} is _NEW else {f.name}"
             fresh = f.default is not None
         elif f.is_struct:
-            default_expr = "None" if f.default is None else f"_cls_{f.name}() if {f.name} is _NEW else {f.name}"
+            default_expr = f.name if f.default is None else f"_cls_{f.name}() if {f.name} is _NEW else {f.name}"
             fresh = f.default is not None
         else:
             value = _TYPE_DEFAULTS[f.type] if f.default is _UNSET else f.default

@@ -18,6 +18,8 @@ from epoch_broker.broker.controller.controller import Controller, NewTopic, Part
 from epoch_broker.protocol.errors import ErrorCode
 
 OnRecords = Callable[[list[Any]], None]
+# (topic, partition, replicas, adding replicas, removing replicas) of a reassignment in progress
+Reassignment = tuple[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
 
 class ControllerChannel(Protocol):
@@ -46,6 +48,15 @@ class ControllerChannel(Protocol):
     async def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool, target_leader: int
                             ) -> list[tuple[str, int, ErrorCode, str | None]]:
         """Force elections (None: every partition); (topic, partition, error, message) for each."""
+
+    async def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]]
+                                            ) -> list[tuple[str, int, ErrorCode, str | None]]:
+        """Start (target replicas) or cancel (None) reassignments; (topic, partition, error, message) each."""
+
+    async def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None) -> list[Reassignment]:
+        """(topic, partition, replicas, adding, removing) of the reassignments in progress (None: all)."""
+
+    async def unregister_broker(self, node_id: int) -> tuple[ErrorCode, str | None]: ...
 
     async def shut_down(self, node_id: int, broker_epoch: int) -> None:
         """Clean shutdown: the controller moves this broker's leaderships away before it stops."""
@@ -90,6 +101,16 @@ class EmbeddedChannel:
     async def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool, target_leader: int
                             ) -> list[tuple[str, int, ErrorCode, str | None]]:
         return self.controller.elect_leaders(partitions, unclean, target_leader)
+
+    async def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]]
+                                            ) -> list[tuple[str, int, ErrorCode, str | None]]:
+        return self.controller.alter_partition_reassignments(wanted)
+
+    async def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None) -> list[Reassignment]:
+        return self.controller.list_partition_reassignments(wanted)
+
+    async def unregister_broker(self, node_id: int) -> tuple[ErrorCode, str | None]:
+        return self.controller.unregister_broker(node_id)
 
     async def shut_down(self, node_id: int, broker_epoch: int) -> None:
         """Nothing to do: the controller stops with this broker, and a restart re-registers it (KIP-101's

@@ -49,6 +49,7 @@ from epoch_broker.broker.metadata.records import (
     RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
+    UnregisterBrokerRecord,
 )
 from epoch_broker.protocol.errors import ErrorCode
 
@@ -346,8 +347,91 @@ class Controller:
             log.info("%s-%d: ISR %s -> %s (AlterPartition from broker %d)", topic.name, partition,
                      list(state.isr), list(isr), node_id)
             self._commit([self._change_isr(state, isr)])
+            if (completed := self._complete_reassignment(topic, state)) is not None:
+                self._commit([completed])
         return PartitionChangeResult(ErrorCode.NONE, state.leader, state.leader_epoch, state.partition_epoch,
                                      state.isr)
+
+    # -- reassignments (KIP-455) ---------------------------------------------------------------------
+
+    def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]]
+                                      ) -> list[tuple[str, int, ErrorCode, str | None]]:
+        """Start (target replicas) or cancel (None) reassignments; (topic, partition, error, message) each.
+
+        Kafka's way: the replica set becomes target + the current replicas not in it, with `adding` (target -
+        current) and `removing` (current - target); the new replicas follow the leader and join the ISR; once the
+        whole target is in the ISR the set becomes the target, the ISR loses the removed replicas, and a removed
+        leader hands over to the first target replica in the ISR. Every replica-set change bumps the leader
+        epoch, so the leader starts tracking (or stops tracking) the replicas in a new epoch. Cancelling goes back
+        to the replicas before the reassignment."""
+        results: list[tuple[str, int, ErrorCode, str | None]] = []
+        for name, index, target in wanted:
+            if (found := self._partition_of(self.image.topics_by_name.get(name), index)) is None:
+                results.append((name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{name}-{index} does not exist"))
+                continue
+            topic, state = found
+            original = tuple(r for r in state.replicas if r not in state.adding_replicas)
+            if target is None:
+                if not state.adding_replicas and not state.removing_replicas:
+                    results.append((name, index, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None))
+                    continue
+                target, why = original, "reassignment cancelled"
+            else:
+                why = f"reassignment to {list(target)}"
+            if not target or len(set(target)) != len(target) or not set(target) <= set(self.image.brokers):
+                results.append((name, index, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                f"{list(target)}: replicas must be distinct registered brokers"))
+                continue
+            adding = tuple(r for r in target if r not in original)
+            removing = tuple(r for r in original if r not in target)
+            merged = (*target, *removing)  # the ISR (within the replicas before) stays as it is until completion
+            log.info("%s-%d: replicas %s -> %s (adding %s, removing %s; %s)", name, index, list(state.replicas),
+                     list(merged), list(adding), list(removing), why)
+            self._commit([PartitionChangeRecord(state.topic_id, index, state.leader, state.leader_epoch + 1,
+                                                state.partition_epoch + 1, state.isr, merged, adding,
+                                                removing)])
+            if (completed := self._complete_reassignment(topic, state)) is not None:
+                self._commit([completed])
+            results.append((name, index, ErrorCode.NONE, None))
+        return results
+
+    def _complete_reassignment(self, topic: TopicState, state: PartitionState) -> PartitionChangeRecord | None:
+        """The record that ends a reassignment whose target replicas are all in the ISR (None otherwise)."""
+        if not state.adding_replicas and not state.removing_replicas:
+            return None
+        target = state.target_replicas
+        if not set(target) <= set(state.isr):
+            return None
+        isr = tuple(r for r in state.isr if r in target)
+        live = set(self.image.live_brokers)
+        leader = state.leader if state.leader in target else next((r for r in target if r in isr and r in live), -1)
+        log.info("%s-%d: reassignment done: replicas %s, ISR %s, leader %d", topic.name, state.partition,
+                 list(target), list(isr), leader)
+        return PartitionChangeRecord(state.topic_id, state.partition, leader, state.leader_epoch + 1,
+                                     state.partition_epoch + 1, isr, target, (), ())
+
+    def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None
+                                     ) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        """(topic, partition, replicas, adding, removing) of every reassignment in progress (among `wanted`)."""
+        asked = None if wanted is None else set(wanted)
+        return [(topic.name, state.partition, state.replicas, state.adding_replicas, state.removing_replicas)
+                for topic, state in self.image.partitions()
+                if (state.adding_replicas or state.removing_replicas)
+                and (asked is None or (topic.name, state.partition) in asked)]
+
+    def unregister_broker(self, node_id: int) -> tuple[ErrorCode, str | None]:
+        """Remove a broker gone for good from the cluster. A live one is refused (stop it first: it would
+        register again); its replicas stay in their replica sets until reassigned."""
+        registered = self.image.brokers.get(node_id)
+        if registered is None:
+            return ErrorCode.BROKER_ID_NOT_REGISTERED, f"broker {node_id} is not registered"
+        if node_id in self.image.live_brokers:
+            return ErrorCode.INVALID_REQUEST, f"broker {node_id} is alive: stop it before removing it"
+        self._commit([UnregisterBrokerRecord(node_id, registered.broker_epoch)])
+        self.last_heartbeat.pop(node_id, None)
+        self.disconnected.pop(node_id, None)
+        log.info("broker %d unregistered", node_id)
+        return ErrorCode.NONE, None
 
     def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool, target_leader: int
                       ) -> list[tuple[str, int, ErrorCode, str | None]]:

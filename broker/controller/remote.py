@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from epoch_broker.broker.config import DYNAMIC_TOPIC_CONFIG, BrokerConfig
-from epoch_broker.broker.controller.channel import OnRecords
+from epoch_broker.broker.controller.channel import OnRecords, Reassignment
 from epoch_broker.broker.controller.controller import NewTopic, PartitionChangeResult, TopicResult
 from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.metadata import metadata_log
@@ -36,6 +36,7 @@ from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.messages import (
     allocate_producer_ids,
     alter_partition,
+    alter_partition_reassignments,
     broker_heartbeat,
     broker_registration,
     create_partitions,
@@ -44,6 +45,8 @@ from epoch_broker.protocol.messages import (
     describe_cluster,
     elect_leaders,
     fetch,
+    list_partition_reassignments,
+    unregister_broker,
 )
 from epoch_broker.protocol.schema import Api
 
@@ -332,6 +335,39 @@ class RemoteChannel:
         response = await self._write(elect_leaders.API, request, version=2)
         return [(r.topic, p.partition_id, ErrorCode(p.error_code), p.error_message)
                 for r in response.replica_election_results for p in r.partition_result]
+
+    async def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]]
+                                            ) -> list[tuple[str, int, ErrorCode, str | None]]:
+        R = alter_partition_reassignments.REQUEST
+        by_topic: dict[str, list[Any]] = {}
+        for topic, partition, replicas in wanted:
+            by_topic.setdefault(topic, []).append(R.ReassignablePartition(
+                partition_index=partition, replicas=None if replicas is None else list(replicas)))
+        response = await self._write(alter_partition_reassignments.API, R.cls(
+            topics=[R.ReassignableTopic(name=name, partitions=parts) for name, parts in by_topic.items()]))
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(response.error_message or "", ErrorCode(response.error_code))
+        return [(topic.name, p.partition_index, ErrorCode(p.error_code), p.error_message)
+                for topic in response.responses for p in topic.partitions]
+
+    async def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None) -> list[Reassignment]:
+        R = list_partition_reassignments.REQUEST
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in wanted or ():
+            by_topic.setdefault(topic, []).append(partition)
+        response = await self._requests.call(list_partition_reassignments.API, R.cls(
+            topics=None if wanted is None else [R.ListPartitionReassignmentsTopics(name=n, partition_indexes=p)
+                                                for n, p in by_topic.items()]))
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(response.error_message or "", ErrorCode(response.error_code))
+        return [(topic.name, p.partition_index, tuple(p.replicas), tuple(p.adding_replicas),
+                 tuple(p.removing_replicas)) for topic in response.topics for p in topic.partitions]
+
+    async def unregister_broker(self, node_id: int) -> tuple[ErrorCode, str | None]:
+        response = await self._write(unregister_broker.API, unregister_broker.REQUEST.cls(broker_id=node_id))
+        if response.error_code == ErrorCode.NONE:
+            await self._until(lambda: node_id not in self.metadata.brokers, f"unregistration of {node_id}")
+        return ErrorCode(response.error_code), response.error_message
 
     async def close(self) -> None:
         tasks = [t for t in (self._fetch_task, self._heartbeat_task) if t is not None]

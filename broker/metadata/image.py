@@ -26,6 +26,7 @@ from epoch_broker.broker.metadata.records import (
     RemoveTopicRecord,
     TopicConfigRecord,
     TopicRecord,
+    UnregisterBrokerRecord,
 )
 
 
@@ -38,6 +39,13 @@ class PartitionState:
     leader: int
     leader_epoch: int
     partition_epoch: int
+    adding_replicas: tuple[int, ...] = ()  # a reassignment in progress (KIP-455): replicas still joining
+    removing_replicas: tuple[int, ...] = ()  # ... and those that leave once the joining ones are in the ISR
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """Where a reassignment in progress leads (the replicas themselves when none is)."""
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
 
 
 @dataclass(slots=True)
@@ -71,6 +79,9 @@ class MetadataCache:
                 state.leader_epoch = record.leader_epoch
                 state.partition_epoch = record.partition_epoch
                 state.isr = record.isr
+                if record.replicas is not None:
+                    state.replicas = record.replicas
+                    state.adding_replicas, state.removing_replicas = record.adding_replicas, record.removing_replicas
             case PartitionRecord():
                 self.topics_by_id[record.topic_id].partitions[record.partition] = PartitionState(
                     record.topic_id,
@@ -94,6 +105,12 @@ class MetadataCache:
                 self.brokers[record.node_id] = record
                 self.fenced_brokers.discard(record.node_id)
                 self.fenced_at.pop(record.node_id, None)
+            case UnregisterBrokerRecord():
+                registered = self.brokers.get(record.node_id)
+                if registered is not None and registered.broker_epoch == record.broker_epoch:
+                    del self.brokers[record.node_id]
+                    self.fenced_brokers.discard(record.node_id)
+                    self.fenced_at.pop(record.node_id, None)
             case BrokerFenceRecord():
                 registered = self.brokers.get(record.node_id)
                 if registered is not None and registered.broker_epoch == record.broker_epoch:

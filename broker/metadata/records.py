@@ -39,6 +39,13 @@ class RegisterBrokerRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class UnregisterBrokerRecord:
+    """A broker removed from the cluster (UnregisterBroker): gone from the brokers until it registers again."""
+    node_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerFenceRecord:
     """A broker fenced (missed heartbeats, or shut down) or unfenced (heartbeating and caught up again).
 
@@ -71,7 +78,9 @@ class PartitionRecord:
 
 @dataclass(frozen=True, slots=True)
 class PartitionChangeRecord:
-    """New leadership or ISR of a partition; the epochs are the new values (never lower than before)."""
+    """New leadership, ISR or replica set of a partition; the epochs are the new values (never lower than
+    before). `replicas` None keeps the replica set; a reassignment in progress (KIP-455) sets the merged
+    replicas with `adding_replicas` and `removing_replicas`, and its completion the target with both empty."""
 
     topic_id: bytes
     partition: int
@@ -79,6 +88,9 @@ class PartitionChangeRecord:
     leader_epoch: int
     partition_epoch: int
     isr: tuple[int, ...]
+    replicas: tuple[int, ...] | None = None
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +117,7 @@ RECORD_TYPES: dict[str, type] = {
     for cls in (
         ClusterRecord,
         RegisterBrokerRecord,
+        UnregisterBrokerRecord,
         BrokerFenceRecord,
         TopicRecord,
         PartitionRecord,
@@ -115,7 +128,7 @@ RECORD_TYPES: dict[str, type] = {
     )
 }
 _BYTES_FIELDS = {"topic_id", "incarnation_id"}
-_TUPLE_FIELDS = {"replicas", "isr"}
+_TUPLE_FIELDS = {"replicas", "isr", "adding_replicas", "removing_replicas"}
 
 
 def to_json(record: Any) -> str:
@@ -132,5 +145,5 @@ def from_json(line: str) -> Any:
     for name in _BYTES_FIELDS & body.keys():
         body[name] = bytes.fromhex(body[name])
     for name in _TUPLE_FIELDS & body.keys():
-        body[name] = tuple(body[name])
+        body[name] = None if body[name] is None else tuple(body[name])
     return cls(**body)

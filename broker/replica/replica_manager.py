@@ -2,7 +2,8 @@
 
 Rules:
 - Partitions follow the metadata (`apply_metadata`): a replica assigned here gets a Partition and a log; a
-  removed topic loses both; a leadership with a newer epoch is taken before any request sees the partition.
+  removed topic, or a reassignment that completed without this broker, loses both; a leadership with a newer
+  epoch is taken before any request sees the partition.
 - Every per-partition rule (epoch checks, min.insync.replicas, the idempotence verdict, DivergingEpoch, read
   bounds, KIP-207, truncation) is `Partition`'s; this module finds the partition, follows the metadata and
   schedules what a partition's decision asks for (AlterPartition, a fetcher hand-over).
@@ -104,6 +105,10 @@ class ReplicaManager:
         hosted = self.partitions_by_topic_id.setdefault(topic.topic_id, {})
         for index, state in topic.partitions.items():
             if self.node_id not in state.replicas:
+                if (moved := hosted.pop(index, None)) is not None:  # a reassignment completed without us
+                    log.info("%s-%d: no longer a replica here (reassigned to %s): deleting the replica",
+                             topic.name, index, list(state.replicas))
+                    self._drop_replica(moved)
                 continue
             partition = hosted.get(index)
             if partition is None:
@@ -130,10 +135,14 @@ class ReplicaManager:
 
     def _remove_topic(self, topic_id: bytes) -> None:
         for partition in self.partitions_by_topic_id.pop(topic_id, {}).values():
-            del self.partitions[(partition.topic, partition.index)]
-            self.fetchers.unfollow(partition)
-            partition.remove()
-            self.log_manager.delete_log(partition.topic, partition.index)
+            self._drop_replica(partition)
+
+    def _drop_replica(self, partition: Partition) -> None:
+        """The topic was deleted, or the replica reassigned away (what the operator asked: Kafka deletes it too)."""
+        del self.partitions[(partition.topic, partition.index)]
+        self.fetchers.unfollow(partition)
+        partition.remove()
+        self.log_manager.delete_log(partition.topic, partition.index)
 
     def move_strays(self) -> None:
         """Start: logs of partitions the metadata no longer places here (deleted or moved while we were down)

@@ -19,11 +19,15 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
+from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.drill import admin, launcher
 from epoch_broker.drill.admin import PartitionState
@@ -289,3 +293,84 @@ def disk_batches(cluster: Cluster, node: int, topic: str, partition: int = 0) ->
 def disk_log_end(cluster: Cluster, node: int, topic: str, partition: int = 0) -> int:
     batches = disk_batches(cluster, node, topic, partition)
     return batches[-1].last_offset + 1 if batches else 0
+
+
+# --- a numbered idempotent producer and its check ------------------------------------------------------------
+
+@dataclass
+class NumberedProducer:
+    """An idempotent acks=all confluent-kafka producer writing "<partition>:<n>" to each partition of `topic` in
+    turn, n counting up per partition, in a thread, until stopped; the delivery callbacks are kept."""
+
+    bootstrap: str
+    topic: str
+    partitions: int
+    acked: dict[int, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))  # p: (n, offset)
+    failed: list[tuple[int, int, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # fatal errors reported by the client
+    sent: list[int] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    producer: Any = None
+
+    def acked_count(self) -> int:
+        return sum(len(records) for records in self.acked.values())
+
+    def _delivered(self, error: KafkaError | None, message: Any) -> None:
+        partition, number = (int(part) for part in message.value().decode().split(":"))
+        if error is None:
+            self.acked[partition].append((number, message.offset()))
+        else:
+            self.failed.append((partition, number, str(error)))
+
+    def _error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.errors.append(str(error))
+
+    def run(self) -> None:
+        self.sent = [0] * self.partitions
+        self.producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
+                                  "linger.ms": 5, "message.timeout.ms": 60000,
+                                  "topic.metadata.refresh.interval.ms": 1000, "error_cb": self._error})
+        n = 0
+        while not self.stop.is_set():
+            partition = n % self.partitions
+            value = f"{partition}:{self.sent[partition]}".encode()
+            try:
+                self.producer.produce(self.topic, value, partition=partition, on_delivery=self._delivered)
+            except BufferError:
+                self.producer.poll(0.1)
+                continue
+            self.sent[partition] += 1
+            n += 1
+            self.producer.poll(0)
+            time.sleep(0.002)  # a few hundred records a second: a steady load, not a flood on two cores
+
+
+def consume_numbered(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int, list[tuple[int, int]]]:
+    """Every record NumberedProducer wrote to each partition of `ends`, from the beginning up to its high
+    watermark (`ends`): partition -> [(n, offset)]."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "durability-check",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+        records: dict[int, list[tuple[int, int]]] = {p: [] for p in ends}
+        positions = dict.fromkeys(ends, 0)
+        deadline = time.monotonic() + 30
+        while any(positions[p] < ends[p] for p in ends):
+            assert time.monotonic() < deadline, f"consumed up to {positions}, high watermarks {ends}"
+            for message in consumer.consume(num_messages=1000, timeout=1.0):
+                assert message.error() is None, message.error()
+                partition, number = (int(part) for part in message.value().decode().split(":"))
+                assert partition == message.partition()
+                records[partition].append((number, message.offset()))
+                positions[partition] = message.offset() + 1
+        return records
+    finally:
+        consumer.close()
+
+
+def first_difference(numbers: list[int], sent: int) -> str:
+    for index, number in enumerate(numbers):
+        if number != index:
+            return f"at position {index}: {numbers[max(0, index - 3):index + 4]} (sent {sent}, consumed {len(numbers)})"
+    return f"consumed {len(numbers)} of {sent}"

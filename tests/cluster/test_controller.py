@@ -479,3 +479,69 @@ def test_a_restarted_controller_gives_every_broker_a_full_session(cluster: Clust
     cluster.controller.check_liveness()
     assert cluster.controller.image.fenced_brokers == {0, 1, 2}
     assert cluster.summary("t") == (-1, 3, 3, (2,))  # each fencing moved the leadership on, the last kept the ISR
+
+
+# -- reassignments (KIP-455) and unregistration -----------------------------------------------------------------
+
+def reassignment(cluster: Cluster, name: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    state = cluster.state(name)
+    return state.replicas, state.adding_replicas, state.removing_replicas
+
+
+def test_a_reassignment_adds_first_then_removes_once_the_new_replica_is_in_the_isr(cluster: Cluster) -> None:
+    cluster.register(3)
+    cluster.create("t", [0, 1, 2])
+    [(_, _, error, _)] = cluster.controller.alter_partition_reassignments([("t", 0, (0, 1, 3))])
+    assert error == ErrorCode.NONE
+    assert reassignment(cluster, "t") == ((0, 1, 3, 2), (3,), (2,))
+    assert cluster.summary("t") == (0, 1, 1, (0, 1, 2))  # same leader and ISR, a new leader epoch
+    assert cluster.controller.list_partition_reassignments(None) == [("t", 0, (0, 1, 3, 2), (3,), (2,))]
+    assert cluster.alter(0, "t", (0, 1, 2, 3)).error == ErrorCode.NONE  # the new replica caught up
+    assert reassignment(cluster, "t") == ((0, 1, 3), (), ())
+    assert cluster.summary("t") == (0, 2, 3, (0, 1, 3))  # the leaving replica is out of the ISR too
+    assert cluster.controller.list_partition_reassignments(None) == []
+
+
+def test_a_reassignment_away_from_the_leader_moves_leadership_within_the_target(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    cluster.controller.alter_partition_reassignments([("t", 0, (1, 2))])  # the target is in the ISR already
+    assert reassignment(cluster, "t") == ((1, 2), (), ())
+    assert cluster.summary("t") == (1, 2, 2, (1, 2))
+
+
+def test_a_cancelled_reassignment_goes_back_to_the_replicas_before_it(cluster: Cluster) -> None:
+    cluster.register(3)
+    cluster.create("t", [0, 1, 2])
+    cluster.controller.alter_partition_reassignments([("t", 0, (0, 1, 3))])
+    cluster.controller.alter_partition_reassignments([("t", 0, None)])
+    assert reassignment(cluster, "t") == ((0, 1, 2), (), ())
+    [(_, _, error, _)] = cluster.controller.alter_partition_reassignments([("t", 0, None)])
+    assert error == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+
+
+def test_reassignments_to_unknown_brokers_or_partitions_are_refused(cluster: Cluster) -> None:
+    cluster.create("t", [0, 1, 2])
+    results = cluster.controller.alter_partition_reassignments([("t", 0, (0, 9)), ("t", 0, (0, 0)), ("u", 0, (0,))])
+    assert [error for _, _, error, _ in results] == [ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert reassignment(cluster, "t") == ((0, 1, 2), (), ())
+
+
+def test_a_reassignment_in_progress_survives_a_controller_restart(cluster: Cluster) -> None:
+    cluster.register(3)
+    cluster.create("t", [0, 1, 2])
+    cluster.controller.alter_partition_reassignments([("t", 0, (0, 1, 3))])
+    cluster.restart_controller()
+    assert reassignment(cluster, "t") == ((0, 1, 3, 2), (3,), (2,))
+
+
+def test_only_a_stopped_broker_can_be_unregistered(cluster: Cluster) -> None:
+    assert cluster.controller.unregister_broker(2)[0] == ErrorCode.INVALID_REQUEST
+    assert cluster.controller.unregister_broker(7)[0] == ErrorCode.BROKER_ID_NOT_REGISTERED
+    cluster.expire(0, 1)
+    assert cluster.controller.unregister_broker(2) == (ErrorCode.NONE, None)
+    assert 2 not in cluster.controller.image.brokers
+    cluster.expire(0, 1)  # the liveness check forgets it too
+    cluster.restart_controller()
+    assert 2 not in cluster.controller.image.brokers

@@ -7,16 +7,23 @@ import pathlib
 import struct
 
 import pytest
-from epoch_broker.protocol.errors import CorruptRecordError, ErrorCode, UnsupportedForMessageFormat
+from epoch_broker.protocol.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    InvalidRecordError,
+    UnsupportedForMessageFormat,
+)
 from epoch_broker.protocol.records import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     Compression,
     Record,
+    batch_body,
     build_batch,
     iter_batches,
     iter_records,
     parse_header,
+    scan_records,
     stamp,
     stamp_log_append_time,
     validate_batch,
@@ -208,3 +215,31 @@ def test_records_of_a_corrupt_body_with_a_matching_crc_still_raise_corrupt_recor
     header = parse_header(buf)
     with pytest.raises(CorruptRecordError):
         list(iter_records(buf, 0, header))
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.tuples(st.one_of(st.none(), st.binary(max_size=300)), st.binary(max_size=3000),
+                                 st.lists(st.tuples(st.text(max_size=5), st.binary(max_size=20)), max_size=3)),
+                       min_size=1, max_size=20),
+       codec=st.sampled_from(list(Compression)))
+def test_the_record_scanner_agrees_with_the_decoder(values: list, codec: Compression) -> None:
+    buf = build_batch([(key, value, headers, None) for key, value, headers in values], compression=codec)
+    [(pos, header)] = list(iter_batches(buf))
+    scan = scan_records(batch_body(buf, pos, header), header)
+    decoded = list(iter_records(buf, pos, header))
+    assert scan.count == len(decoded) and scan.null_key == any(r.key is None for r in decoded)
+
+
+@settings(max_examples=500, deadline=None)
+@given(codec=st.sampled_from(list(Compression)), data=st.data())
+def test_the_record_scanner_raises_only_kafka_errors_on_mutated_bodies(codec: Compression,
+                                                                       data: st.DataObject) -> None:
+    buf = bytearray(build_batch(RECORDS, compression=codec))
+    header = parse_header(buf, 0)
+    body = bytearray(batch_body(buf, 0, header))
+    if data.draw(st.booleans()):
+        body = body[:data.draw(st.integers(0, len(body)))]
+    else:
+        body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
+    with contextlib.suppress(CorruptRecordError, InvalidRecordError):
+        scan_records(bytes(body), header)

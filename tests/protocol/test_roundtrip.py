@@ -229,3 +229,11 @@ def test_null_and_empty_strings_differ_in_classic_and_compact_encodings(version:
     assert message.encode(null, version) != message.encode(empty, version)
     assert message.decode(message.encode(null, version), version).group_instance_id is None
     assert message.decode(message.encode(empty, version), version).group_instance_id == ""
+
+
+def test_a_nullable_array_defaulting_to_null_keeps_the_value_given() -> None:
+    from epoch_broker.protocol.messages import alter_partition_reassignments
+
+    partition = alter_partition_reassignments.REQUEST.ReassignablePartition
+    assert partition(partition_index=0).replicas is None  # null: cancel a reassignment
+    assert partition(partition_index=0, replicas=[0, 1, 3]).replicas == [0, 1, 3]

@@ -1,0 +1,35 @@
+"""AlterPartitionReassignments · v0 · move partitions to new replica sets (KIP-455), through the controller.
+
+Behaviour: per partition, target replicas start (or replace) a reassignment and null cancels one
+(Controller.alter_partition_reassignments): the new replicas are added and catch up, then the old ones are
+removed, each step a new leader epoch. UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT (replicas that are
+not distinct registered brokers), NO_REASSIGNMENT_IN_PROGRESS (a cancel with none) or NONE. The answer comes
+once the reassignment has started, not when it is done (ListPartitionReassignments follows it). A broker
+forwards to the controller; a controller-only process answers itself.
+Skipped: timeout_ms (the start is immediate).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.broker.services import Services
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import alter_partition_reassignments
+
+R = alter_partition_reassignments.RESPONSE
+
+
+@handles(alter_partition_reassignments.API, "0", roles=(BROKER, CONTROLLER))
+async def handle(context: RequestContext[Services], request: Any) -> Any:
+    wanted = [(topic.name, p.partition_index, None if p.replicas is None else tuple(p.replicas))
+              for topic in request.topics for p in topic.partitions]
+    results = await context.services.channel.alter_partition_reassignments(wanted)
+    by_topic: dict[str, list[Any]] = defaultdict(list)
+    for topic, partition, error, message in results:
+        by_topic[topic].append(R.ReassignablePartitionResponse(partition_index=partition, error_code=error,
+                                                               error_message=message))
+    return R.cls(error_code=ErrorCode.NONE, responses=[
+        R.ReassignableTopicResponse(name=name, partitions=partitions) for name, partitions in by_topic.items()])
