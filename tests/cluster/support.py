@@ -311,6 +311,7 @@ class NumberedProducer:
     sent: list[int] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
     producer: Any = None
+    thread: threading.Thread | None = None
 
     def acked_count(self) -> int:
         return sum(len(records) for records in self.acked.values())
@@ -326,8 +327,24 @@ class NumberedProducer:
         if error.fatal():
             self.errors.append(str(error))
 
-    def run(self) -> None:
+    def start(self) -> NumberedProducer:
         self.sent = [0] * self.partitions
+        self.thread = threading.Thread(target=self.run, name="numbered-producer")
+        self.thread.start()
+        return self
+
+    async def stop_sending(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            await asyncio.to_thread(self.thread.join, 10)
+
+    async def flush_and_check(self) -> None:
+        """Every record sent was delivered, and the client reported no error."""
+        assert self.producer is not None
+        assert await asyncio.to_thread(self.producer.flush, 60) == 0
+        assert self.errors == [] and self.failed == []
+
+    def run(self) -> None:
         self.producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
                                   "linger.ms": 5, "message.timeout.ms": 60000,
                                   "topic.metadata.refresh.interval.ms": 1000, "error_cb": self._error})

@@ -6,7 +6,6 @@ with min.insync.replicas; KIP-101 truncation keeps followers from diverging).
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 
 import pytest
@@ -36,9 +35,7 @@ async def test_every_acknowledged_record_survives_three_leader_sigkills_once_and
     leader, new leader in Metadata, restart, back in the ISR), every acknowledged record is consumed exactly
     once, at the offset it was acknowledged with, in order per partition, with nothing in between."""
     await create_topic(cluster, TOPIC, partitions=PARTITIONS, configs={"min.insync.replicas": "2"})
-    writer = NumberedProducer(cluster.bootstrap, TOPIC, PARTITIONS)
-    thread = threading.Thread(target=writer.run, name="numbered-producer")
-    thread.start()
+    writer = NumberedProducer(cluster.bootstrap, TOPIC, PARTITIONS).start()
     timings: list[tuple[int, int, float, float]] = []  # (partition, killed node, to new leader, to full ISR)
     try:
         await wait_for(lambda: writer.acked_count() >= 200, what="the first acknowledgements", timeout=20)
@@ -58,11 +55,8 @@ async def test_every_acknowledged_record_survives_three_leader_sigkills_once_and
             await wait_for(lambda a=acked: writer.acked_count() >= a + 100, what="acknowledgements after the failover",
                            timeout=20)
     finally:
-        writer.stop.set()
-        await asyncio.to_thread(thread.join, 10)
-    assert writer.producer is not None
-    assert await asyncio.to_thread(writer.producer.flush, 60) == 0
-    assert writer.errors == [] and writer.failed == []
+        await writer.stop_sending()
+    await writer.flush_and_check()
 
     ends = await _high_watermarks(cluster)
     consumed = await asyncio.to_thread(consume_numbered, cluster.bootstrap, TOPIC, ends)

@@ -6,7 +6,6 @@ set, `admin remove-broker` unregisters it, and every acknowledged record is ther
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import pytest
 from epoch_broker.drill import admin
@@ -32,9 +31,7 @@ DEAD, NEW = 2, 3
 @pytest.mark.cluster(brokers=4)
 async def test_a_dead_broker_is_replaced_under_an_acks_all_load_with_nothing_lost(cluster: Cluster) -> None:
     await create_topic(cluster, TOPIC, assignments=[[0, 1, DEAD]], configs={"min.insync.replicas": "2"})
-    writer = NumberedProducer(cluster.bootstrap, TOPIC, 1)
-    thread = threading.Thread(target=writer.run, name="numbered-producer")
-    thread.start()
+    writer = NumberedProducer(cluster.bootstrap, TOPIC, 1).start()
     controller = cluster.controller
     try:
         await wait_for(lambda: writer.acked_count() >= 200, what="the first acknowledgements", timeout=20)
@@ -51,11 +48,8 @@ async def test_a_dead_broker_is_replaced_under_an_acks_all_load_with_nothing_los
         assert await admin.remove_broker(controller, DEAD) == "removed"
         await wait_for(lambda: _unlisted(cluster, DEAD), what=f"broker {DEAD} no longer listed", timeout=15)
     finally:
-        writer.stop.set()
-        await asyncio.to_thread(thread.join, 10)
-    assert writer.producer is not None
-    assert await asyncio.to_thread(writer.producer.flush, 60) == 0
-    assert writer.errors == [] and writer.failed == []
+        await writer.stop_sending()
+    await writer.flush_and_check()
 
     async with cluster.client(done.leader) as client:
         end = (await list_offset(client, TOPIC, 7)).offset
