@@ -378,6 +378,9 @@ def scan_records(body: Buffer, header: BatchHeader) -> RecordScan:
             byte = data[pos]
             if byte < 0x80:
                 length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+            elif data[pos + 1] < 0x80:  # two bytes: records up to 8 KiB
+                raw = (byte & 0x7F) | (data[pos + 1] << 7)
+                length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
             else:
                 length, pos = read(data, pos)
             record_end = pos + length
@@ -409,6 +412,9 @@ def scan_records(body: Buffer, header: BatchHeader) -> RecordScan:
             byte = data[pos]
             if byte < 0x80:
                 value_length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+            elif data[pos + 1] < 0x80:  # two bytes: values up to 8 KiB
+                raw = (byte & 0x7F) | (data[pos + 1] << 7)
+                value_length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
             else:
                 value_length, pos = read(data, pos)
             if value_length > 0:
@@ -429,10 +435,11 @@ def scan_records(body: Buffer, header: BatchHeader) -> RecordScan:
             if pos != record_end:
                 raise CorruptRecordError(f"record {expected} of the batch at offset {header.base_offset}: its "
                                          "length does not match its fields")
-            if ts_delta < low:
-                low = ts_delta
-            elif ts_delta > high:
-                high = ts_delta
+            if ts_delta:  # producers mostly write 0 or a few ms: compare only when it is not 0
+                if ts_delta < low:
+                    low = ts_delta
+                elif ts_delta > high:
+                    high = ts_delta
     except (IndexError, ValueError) as exc:
         raise CorruptRecordError(f"malformed record in the batch at offset {header.base_offset}") from exc
     if pos != size:

@@ -42,11 +42,23 @@ class ValidationRules:
     check_timestamps: bool = True  # False for LogAppendTime topics: the broker's time replaces the client's
 
 
+class _Where:
+    """Names the batch in an error message; formatted only when one is raised."""
+
+    __slots__ = ("index", "producer_id")
+
+    def __init__(self, index: int, producer_id: int) -> None:
+        self.index, self.producer_id = index, producer_id
+
+    def __str__(self) -> str:
+        return f"batch {self.index} (producer {self.producer_id})"
+
+
 def validate_client_batches(buf: Buffer, batches: Sequence[tuple[int, BatchHeader]], rules: ValidationRules,
                             now_ms: int) -> None:
     """Raise the KafkaError Kafka would answer for the first batch that breaks a rule; return if all hold."""
     for index, (pos, header) in enumerate(batches):
-        where = f"batch {index} (producer {header.producer_id})"
+        where = _Where(index, header.producer_id)
         if header.is_control:
             raise InvalidRecordError(f"{where}: clients may not write control batches")
         if header.records_count < 1:
