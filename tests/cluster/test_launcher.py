@@ -20,15 +20,16 @@ from epoch_broker.drill import launcher
 from epoch_broker.drill.admin import AdminError, fetch_metadata
 
 from tests.cluster.support import Cluster, create_topic, produce, wait_for, wait_state
-from tests.helpers import REPO
+from tests.helpers import LISTEN_PORTS, REPO
 
 pytestmark = pytest.mark.slow
 
 
 def free_base_port(brokers: int) -> int:
-    """A base port whose broker ports (base+i) and controller port (base+100) are all free."""
+    """A base port whose broker ports (base+i) and controller port (base+100) are all free, below the kernel's
+    ephemeral range (as tests/helpers.free_port: no client's outgoing connection can take one meanwhile)."""
     for _ in range(100):
-        base = random.randrange(20000, 60000)
+        base = random.randrange(LISTEN_PORTS.start, LISTEN_PORTS.stop - launcher.CONTROLLER_PORT_OFFSET - 1)
         try:
             for port in [base + i for i in range(brokers)] + [base + launcher.CONTROLLER_PORT_OFFSET]:
                 with socket.socket() as sock:
