@@ -12,12 +12,8 @@ import asyncio
 import contextlib
 from typing import Any
 
-from epoch_broker.client.connection import ClientConnection, UnexpectedResponse
+from epoch_broker.client.connection import ClientConnection, ConnectionClosed, UnexpectedResponse
 from epoch_broker.protocol.schema import Api
-
-
-class ConnectionClosed(ConnectionError):
-    """The broker closed the connection (as it does for requests it cannot answer)."""
 
 
 class KafkaClient:

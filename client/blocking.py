@@ -9,14 +9,10 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from epoch_broker.client.connection import ClientConnection
+from epoch_broker.client.connection import ClientConnection, ConnectionClosed
 from epoch_broker.protocol.schema import Api
 
 DEFAULT_TIMEOUT_S = 30.0
-
-
-class ConnectionClosed(ConnectionError):
-    """The broker closed the connection (as it does for requests it cannot answer)."""
 
 
 class BlockingKafkaClient:

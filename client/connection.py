@@ -23,6 +23,10 @@ from epoch_broker.protocol.messages import api_versions
 from epoch_broker.protocol.schema import Api
 
 
+class ConnectionClosed(ConnectionError):
+    """The broker closed the connection (as it does for requests it cannot answer)."""
+
+
 class UnexpectedResponse(Exception):
     """The broker sent a response to no request of ours: the connection cannot be trusted any more."""
 
