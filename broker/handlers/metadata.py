@@ -8,6 +8,8 @@ always) and `auto.create.topics.enable` is on, with `num.partitions`.
 Illegal names (characters, length, "." / "..") get INVALID_TOPIC_EXCEPTION.
 Version notes: v0 asks for all topics with an empty list, v1+ with null. Authorized operations are
 INT32_MIN unless asked for (-1 crashes kafka-python at v8-10); asked for, every operation is allowed (no ACLs).
+A null topic name before v12 is INVALID_REQUEST for that topic, as Kafka answers (found by the wire fuzzer: the
+v10-11 response cannot carry a null name).
 Skipped: racks (none configured), is_internal only for __consumer_offsets.
 """
 
@@ -34,6 +36,7 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 NO_OPERATIONS = -(2**31)
 # Longer than librdkafka's 1 s topic scan, after which a client that saw the broker go down asks again.
 FENCED_BROKER_LINGER_S = 2.0
+TOPIC_IDS_VERSION = 12
 
 
 @handles(metadata.API, "0-12")
@@ -46,7 +49,8 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         topics = [_topic(state, include_ops, cache.fenced_brokers) for state in cache.topics_by_name.values()]
     else:
         auto_create = broker.config.auto_create_topics_enable and request.allow_auto_topic_creation
-        topics = [await _requested_topic(broker, wanted, auto_create, include_ops) for wanted in request.topics]
+        topics = [await _requested_topic(broker, wanted, auto_create, include_ops, version)
+                  for wanted in request.topics]
     return Response(
         brokers=[ResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                  for b in cache.listed_brokers(FENCED_BROKER_LINGER_S)],
@@ -58,8 +62,13 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     )
 
 
-async def _requested_topic(broker: BrokerServices, wanted: Any, auto_create: bool, include_ops: bool) -> Any:
+async def _requested_topic(broker: BrokerServices, wanted: Any, auto_create: bool, include_ops: bool,
+                           version: int) -> Any:
     cache = broker.metadata
+    if wanted.name is None and version < TOPIC_IDS_VERSION:
+        # Kafka: topic ids in Metadata requests are usable from v12; before it a null name is INVALID_REQUEST (the
+        # answer cannot carry a null name either)
+        return ResponseTopic(error_code=ErrorCode.INVALID_REQUEST, name="", topic_id=wanted.topic_id)
     if wanted.name is None:
         state = cache.topics_by_id.get(wanted.topic_id)
         if state is None:

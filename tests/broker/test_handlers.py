@@ -298,3 +298,11 @@ async def test_an_unreachable_controller_is_answered_with_request_timed_out_not_
     assert [(t.name, t.error_code) for t in response.topics] == [("unplaced", ErrorCode.REQUEST_TIMED_OUT)]
     answer = await client.request(metadata.API, 12, metadata.REQUEST.cls(topics=None))
     assert "unplaced" not in [t.name for t in answer.topics]
+
+
+async def test_a_topic_asked_by_id_alone_before_v12_is_an_invalid_request(client: KafkaClient) -> None:
+    """Found by the wire fuzzer: a v10-11 request may carry a null name, but the answer cannot."""
+    request = metadata.REQUEST.cls(topics=[metadata.REQUEST.MetadataRequestTopic(name=None, topic_id=b"\1" * 16)])
+    for version in (10, 11):
+        response = await client.request(metadata.API, version, request)
+        assert (response.topics[0].error_code, response.topics[0].name) == (ErrorCode.INVALID_REQUEST, "")
