@@ -10,7 +10,8 @@ COPY storage ./storage
 COPY client ./client
 COPY broker ./broker
 COPY drill ./drill
-RUN pip install --no-cache-dir . && rm -rf /app/epoch_broker /app/protocol /app/storage /app/client /app/broker /app/drill
+COPY spark ./spark
+RUN pip install --no-cache-dir . && rm -rf /app/epoch_broker /app/protocol /app/storage /app/client /app/broker /app/drill /app/spark
 
 # Data lives in /data (a volume in docker-compose.yml); 9092 is the default listener.
 VOLUME /data

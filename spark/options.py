@@ -1,0 +1,134 @@
+"""The `kafka-epoch` source's options, named and read as Spark's Kafka connector (spark-sql-kafka-0-10) reads
+them, so that a pipeline changes only the format name.
+
+Rules:
+- `kafka.bootstrap.servers` is required; exactly one of `subscribe` (comma list), `subscribePattern` (regex) or
+  `assign` (JSON `{"topic": [0, 1]}`).
+- `startingOffsets` / `endingOffsets`: `earliest`, `latest`, or JSON `{"topic": {"0": 42}}` (-2 earliest, -1
+  latest); here a partition's value may also be `{"offset": 42, "leaderEpoch": 3}`. `endingOffsets` may not be
+  `earliest` nor name -2, as the connector refuses.
+- Option names are case-insensitive (Spark hands them over that way). A bad option raises OptionError with one
+  line naming it, on the driver, before any task runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+EARLIEST, LATEST = -2, -1
+
+
+class OptionError(ValueError):
+    """An option the source cannot use; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a read starts or ends in one partition: an offset (or EARLIEST/LATEST), and the leader epoch of
+    the record before it when known (-1 if not)."""
+
+    offset: int
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    bootstrap: str
+    subscribe: tuple[str, ...] = ()
+    subscribe_pattern: str | None = None
+    assign: tuple[tuple[str, int], ...] = ()
+    starting: Mapping[tuple[str, int], Position] | int = EARLIEST  # EARLIEST, LATEST, or per partition
+    ending: Mapping[tuple[str, int], Position] | int = LATEST
+    include_headers: bool = False
+    fail_on_data_loss: bool = True
+    request_timeout_s: float = 30.0
+    fetch_max_bytes: int = 50 << 20
+
+    def wants(self, topic: str) -> bool:
+        """Whether a topic of the cluster is read (subscribe or subscribePattern)."""
+        if self.subscribe_pattern is not None:
+            return re.fullmatch(self.subscribe_pattern, topic) is not None
+        return topic in self.subscribe
+
+
+def parse_source_options(raw: Mapping[str, str]) -> SourceOptions:
+    options = {key.lower(): value for key, value in raw.items()}
+    bootstrap = options.get("kafka.bootstrap.servers", "").strip()
+    if not bootstrap:
+        raise OptionError("option kafka.bootstrap.servers is required")
+    chosen = [name for name in ("subscribe", "subscribepattern", "assign") if options.get(name)]
+    if len(chosen) != 1:
+        raise OptionError("give exactly one of the options subscribe, subscribePattern, assign "
+                          f"(got {', '.join(chosen) or 'none'})")
+    subscribe: tuple[str, ...] = ()
+    pattern = None
+    assign: tuple[tuple[str, int], ...] = ()
+    if chosen[0] == "subscribe":
+        subscribe = tuple(t.strip() for t in options["subscribe"].split(",") if t.strip())
+    elif chosen[0] == "subscribepattern":
+        pattern = options["subscribepattern"]
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise OptionError(f"option subscribePattern is not a regular expression: {exc}") from exc
+    else:
+        parsed = _json("assign", options["assign"])
+        if not isinstance(parsed, dict) or not all(isinstance(v, list) for v in parsed.values()):
+            raise OptionError('option assign must be JSON like {"topic": [0, 1]}')
+        assign = tuple((topic, _int("assign", p)) for topic, partitions in parsed.items() for p in partitions)
+    starting = _positions("startingOffsets", options.get("startingoffsets", "earliest"))
+    ending = _positions("endingOffsets", options.get("endingoffsets", "latest"))
+    if ending == EARLIEST or (isinstance(ending, Mapping) and any(p.offset == EARLIEST for p in ending.values())):
+        raise OptionError("option endingOffsets cannot be earliest")
+    return SourceOptions(
+        bootstrap=bootstrap, subscribe=subscribe, subscribe_pattern=pattern, assign=assign, starting=starting,
+        ending=ending, include_headers=_bool("includeHeaders", options.get("includeheaders", "false")),
+        fail_on_data_loss=_bool("failOnDataLoss", options.get("failondataloss", "true")),
+        request_timeout_s=_int("kafka.request.timeout.ms", options.get("kafka.request.timeout.ms", "30000")) / 1000,
+        fetch_max_bytes=_int("kafka.fetch.max.bytes", options.get("kafka.fetch.max.bytes", str(50 << 20))))
+
+
+def _json(name: str, text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OptionError(f"option {name} is not valid JSON: {exc}") from exc
+
+
+def _int(name: str, value: object) -> int:
+    if isinstance(value, bool):
+        raise OptionError(f"option {name}: {value!r} is not an integer")
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError) as exc:
+        raise OptionError(f"option {name}: {value!r} is not an integer") from exc
+
+
+def _bool(name: str, text: str) -> bool:
+    if text.strip().lower() not in ("true", "false"):
+        raise OptionError(f"option {name} must be true or false, not {text!r}")
+    return text.strip().lower() == "true"
+
+
+def _positions(name: str, text: str) -> Mapping[tuple[str, int], Position] | int:
+    if text.strip().lower() == "earliest":
+        return EARLIEST
+    if text.strip().lower() == "latest":
+        return LATEST
+    parsed = _json(name, text)
+    if not isinstance(parsed, dict):
+        raise OptionError(f'option {name} must be earliest, latest or JSON like {{"topic": {{"0": 42}}}}')
+    positions: dict[tuple[str, int], Position] = {}
+    for topic, partitions in parsed.items():
+        if not isinstance(partitions, dict):
+            raise OptionError(f'option {name}: topic {topic!r} needs {{"partition": offset}}')
+        for partition, value in partitions.items():
+            if isinstance(value, dict):
+                position = Position(_int(name, value.get("offset")), _int(name, value.get("leaderEpoch", -1)))
+            else:
+                position = Position(_int(name, value))
+            positions[(topic, _int(name, partition))] = position
+    return positions

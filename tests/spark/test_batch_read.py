@@ -1,0 +1,112 @@
+"""Batch reads through the `kafka-epoch` data source (issue 11, first step), checked row by row against what a
+confluent-kafka consumer reads from the same topic of a real broker process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.helpers import BrokerProcess, start_broker
+
+pytestmark = pytest.mark.slow
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    process = start_broker(tmp_path_factory.mktemp("spark"), {"offsets.topic.num.partitions": "1"})
+    yield process
+    process.stop()
+
+
+def create(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: the futures need the handle alive
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
+
+
+def produce_every_kind(bootstrap: str, topic: str) -> None:
+    """Keys, null keys and values, headers, every codec, over every partition."""
+    for n, codec in enumerate(CODECS):
+        producer = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5})
+        for i in range(20):
+            key = None if i % 7 == 0 else f"{codec}-{i}".encode()
+            value = None if i % 5 == 0 else (f"value {codec} {i} " * (1 + i % 3)).encode()
+            headers = [("h", f"{i}".encode()), ("empty", None)] if i % 2 else None
+            producer.produce(topic, value, key, partition=(n + i) % PARTITIONS, headers=headers,
+                             timestamp=1_700_000_000_000 + i)
+        assert producer.flush(30) == 0
+
+
+def consumed(bootstrap: str, topic: str, partitions: int) -> list[tuple[Any, ...]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "spark-check", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        rows: list[tuple[Any, ...]] = []
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+        while sum(1 for _ in rows) < sum(ends.values()):
+            for message in consumer.consume(1000, timeout=1.0):
+                assert message.error() is None
+                rows.append((message.key(), message.value(), message.topic(), message.partition(), message.offset(),
+                             message.timestamp()[1], message.timestamp()[0] - 1,
+                             [(k, v) for k, v in (message.headers() or [])], message.leader_epoch()))
+        return sorted(rows, key=lambda r: (r[3], r[4]))
+    finally:
+        consumer.close()
+
+
+def test_a_batch_read_gives_every_record_with_every_column_as_a_consumer_sees_it(spark: Any,
+                                                                                   broker: BrokerProcess) -> None:
+    topic = "spark-batch"
+    create(broker.bootstrap, topic, PARTITIONS)
+    produce_every_kind(broker.bootstrap, topic)
+    frame = (spark.read.format("kafka-epoch").option("kafka.bootstrap.servers", broker.bootstrap)
+             .option("subscribe", topic).option("includeHeaders", "true").load())
+    assert [(f.name, f.dataType.simpleString()) for f in frame.schema.fields] == [
+        ("key", "binary"), ("value", "binary"), ("topic", "string"), ("partition", "int"), ("offset", "bigint"),
+        ("timestamp", "timestamp"), ("timestampType", "int"),
+        ("headers", "array<struct<key:string,value:binary>>"), ("leaderEpoch", "int")]
+    rows = sorted(((bytes(r.key) if r.key is not None else None, bytes(r.value) if r.value is not None else None,
+                    r.topic, r.partition, r.offset, int(r.timestamp.timestamp() * 1000), r.timestampType,
+                    [(h.key, bytes(h.value) if h.value is not None else None) for h in r.headers], r.leaderEpoch)
+                   for r in frame.collect()), key=lambda r: (r[3], r[4]))
+    expected = consumed(broker.bootstrap, topic, PARTITIONS)
+    assert len(rows) == len(CODECS) * 20
+    assert rows == expected
+
+
+def test_offset_options_and_assign_choose_the_range(spark: Any, broker: BrokerProcess) -> None:
+    topic = "spark-range"
+    create(broker.bootstrap, topic, 2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        producer.produce(topic, b"%d" % i, partition=i % 2)
+    assert producer.flush(30) == 0
+    frame = (spark.read.format("kafka-epoch").option("kafka.bootstrap.servers", broker.bootstrap)
+             .option("assign", f'{{"{topic}": [1]}}')
+             .option("startingOffsets", f'{{"{topic}": {{"1": 1}}}}')
+             .option("endingOffsets", f'{{"{topic}": {{"1": {{"offset": 4, "leaderEpoch": 0}}}}}}').load())
+    assert sorted((r.partition, r.offset, bytes(r.value)) for r in frame.collect()) == [
+        (1, 1, b"3"), (1, 2, b"5"), (1, 3, b"7")]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"subscribe": "a", "assign": '{"a": [0]}'}, "exactly one of the options subscribe, subscribePattern, assign"),
+    ({"assign": '{"no-such-topic": [0]}'}, "assign names partitions that do not exist: no-such-topic-0"),
+    ({"subscribe": "a", "startingOffsets": "{not json"}, "option startingOffsets is not valid JSON"),
+    ({"subscribe": "a", "endingOffsets": "earliest"}, "endingOffsets cannot be earliest"),
+])
+def test_bad_options_get_one_clear_error_before_any_task_runs(spark: Any, broker: BrokerProcess,
+                                                              options: dict[str, str], message: str,
+                                                              tmp_path: Path) -> None:
+    reader = spark.read.format("kafka-epoch").option("kafka.bootstrap.servers", broker.bootstrap)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    with pytest.raises(Exception, match=message):
+        reader.load().collect()
