@@ -151,7 +151,7 @@ class Broker:
                  "after a clean shutdown" if clean else "no clean-shutdown marker: logs recovered")
         self._replica_manager = ReplicaManager(config, self._log_manager, self.metadata, self._channel, self.faults,
                                               lambda: self.broker_epoch)
-        self.dispatcher = Dispatcher(self, self.faults)
+        self.dispatcher = Dispatcher(self)
         self.dispatcher.ready.clear()
         self._replica_manager.may_open_log = self.file_budget.can_open_log
         self.server = KafkaServer(self.dispatcher, config.socket_request_max_bytes, config.connections_max_idle_ms,

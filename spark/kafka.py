@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from epoch_broker.client.blocking import BlockingKafkaClient, ConnectionClosed
 from epoch_broker.protocol.errors import ErrorCode
@@ -193,7 +193,3 @@ class Cluster:
                         for record in iter_records(data, position, header)]
         return records, next_offset
 
-
-def leaders_of(cluster: Cluster, wanted: Any) -> dict[str, dict[int, Leader]]:
-    """The partitions of the topics `wanted(topic)` accepts."""
-    return {topic: partitions for topic, partitions in cluster.refresh().items() if wanted(topic)}

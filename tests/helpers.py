@@ -7,6 +7,8 @@ Start returns once the broker printed its ready line (it then answers requests).
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import random
 import resource
@@ -16,7 +18,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 30.0
@@ -137,3 +141,21 @@ class BrokerProcess:
 def start_broker(tmp_path: Path, overrides: dict[str, str] | None = None, node_id: int = 0,
                  open_files_limit: int | None = None) -> BrokerProcess:
     return BrokerProcess(tmp_path, overrides or {}, node_id, open_files_limit).start()
+
+
+T = TypeVar("T")
+
+
+async def wait_for(predicate: Callable[[], T | Awaitable[T]], timeout: float = 10.0, interval: float = 0.05,
+                   what: str = "condition") -> T:
+    """Poll `predicate` (plain or async) until it returns something truthy, and return that."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value  # type: ignore[return-value]
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what} not reached within {timeout} s (last: {value!r})")
+        await asyncio.sleep(interval)

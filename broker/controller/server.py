@@ -66,7 +66,7 @@ class ControllerServer:
             raise corrupt_metadata_log(exc) from exc
         claim_log_dirs([self.config.data_dir], self.cluster_id, self.node_id)
         self.controller.subscribers.append(self._on_commit)
-        dispatcher = Dispatcher(self, self.faults, role=CONTROLLER)
+        dispatcher = Dispatcher(self, role=CONTROLLER)
         self.server = KafkaServer(dispatcher, self.config.socket_request_max_bytes,
                                   self.config.connections_max_idle_ms, on_disconnect=self._on_disconnect)
         listener = self.config.listeners[0]

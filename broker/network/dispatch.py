@@ -28,7 +28,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.services import Services
 from epoch_broker.protocol.connection import ProtocolViolation, ServerConnection
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
@@ -156,9 +155,9 @@ def _first_struct_array(source: Any) -> list | None:
 
 
 class Dispatcher:
-    def __init__(self, services: Services, faults: BrokerFaults, role: str = BROKER) -> None:
+    def __init__(self, services: Services, role: str = BROKER) -> None:
         self.services = services
-        self.faults = faults
+        self.faults = services.faults  # the request rules of the process's fault catalogue
         self.role = role
         self.registry = load_handlers(role)
         # Requests wait for this until the process has registered and caught up with the metadata (a socket

@@ -20,21 +20,13 @@ from epoch_broker.protocol.messages import api_versions, create_partitions, crea
 from epoch_broker.protocol.records import build_batch
 
 from tests.broker.conftest import create_topic, produce_to
-from tests.helpers import REPO, BrokerProcess, free_port, start_broker
+from tests.helpers import REPO, BrokerProcess, free_port, start_broker, wait_for
 
 MB = 1 << 20
 
 
 def rss(process: BrokerProcess) -> int:
     return psutil.Process(process.pid).memory_info().rss
-
-
-async def wait_until(predicate: object, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout} s")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -151,7 +143,8 @@ async def test_connections_past_the_limit_are_closed_at_once(tmp_path: Path, key
         for sock in kept:
             sock.close()
         # the places are freed as the broker sees the closes: a new connection is kept again
-        await wait_until(lambda: [s.close() for s in accepted(process.port, 1)], what="a freed place taken")
+        await wait_for(lambda: [s.close() for s in accepted(process.port, 1)], timeout=30,
+                       what="a freed place taken")
     finally:
         process.stop()
     assert "refusing connection" in process.log_path.read_text()

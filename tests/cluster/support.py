@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import signal
 import struct
 import subprocess
@@ -22,10 +21,10 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from epoch_broker.client.aio import KafkaClient
@@ -36,9 +35,7 @@ from epoch_broker.protocol.messages import create_topics, fetch, list_offsets, o
 from epoch_broker.protocol.records import LOG_OVERHEAD, iter_batches, iter_records
 
 from tests.broker.conftest import batch, produce_to
-from tests.helpers import REPO, free_port
-
-T = TypeVar("T")
+from tests.helpers import REPO, free_port, wait_for
 
 
 class Cluster:
@@ -116,21 +113,6 @@ class Cluster:
 
     def log_tails(self) -> str:
         return "\n".join(f"--- {spec.log} ---\n{launcher.log_tail(spec.log)}" for spec in self.file.processes)
-
-
-async def wait_for(predicate: Callable[[], T | Awaitable[T]], timeout: float = 10.0, interval: float = 0.05,
-                   what: str = "condition") -> T:
-    """Poll `predicate` (plain or async) until it returns something truthy, and return that."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value  # type: ignore[return-value]
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what} not reached within {timeout} s (last: {value!r})")
-        await asyncio.sleep(interval)
 
 
 def start_cluster(tmp_path: Path, brokers: int = 3, overrides: dict[str, Any] | None = None) -> Cluster:

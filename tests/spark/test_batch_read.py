@@ -4,7 +4,6 @@ confluent-kafka consumer reads from the same topic of a real broker process."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -103,8 +102,7 @@ def test_offset_options_and_assign_choose_the_range(spark: Any, broker: BrokerPr
     ({"subscribe": "a", "endingOffsets": "earliest"}, "endingOffsets cannot be earliest"),
 ])
 def test_bad_options_get_one_clear_error_before_any_task_runs(spark: Any, broker: BrokerProcess,
-                                                              options: dict[str, str], message: str,
-                                                              tmp_path: Path) -> None:
+                                                              options: dict[str, str], message: str) -> None:
     reader = spark.read.format("kafka-epoch").option("kafka.bootstrap.servers", broker.bootstrap)
     for key, value in options.items():
         reader = reader.option(key, value)
