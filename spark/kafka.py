@@ -9,6 +9,13 @@ Rules:
 - Consumers read up to the high watermark: "latest" is the high watermark (ListOffsets as a consumer).
 - Records come from batches as stored: control batches are skipped, every codec the broker accepts is decoded,
   and each record carries the leader epoch of its batch.
+- Requests about many partitions (offsets, epochs) go as one request per leader, not one per partition: a
+  streaming query asks them every micro-batch.
+- A position is an offset and the leader epoch of the record before it (-1 when unknown), as a Kafka consumer
+  keeps it (KIP-320). `epochs_before` finds that epoch from the leader's epoch history (OffsetForLeaderEpoch),
+  `end_offsets_for_epochs` tells whether a position is still in the leader's log (its epoch ends at or after it).
+- A fetch carries the epoch of the record before its offset (last_fetched_epoch): a leader whose log diverged
+  from what was read answers DivergingEpoch instead of records, and the read stops with the divergence point.
 - Nothing here holds a socket between calls of the driver (readers are pickled to executors); a task opens its
   own connection and closes it.
 """
@@ -22,15 +29,16 @@ from typing import TypeVar
 
 from epoch_broker.client.blocking import BlockingKafkaClient, ConnectionClosed
 from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import fetch, list_offsets, metadata
+from epoch_broker.protocol.messages import fetch, list_offsets, metadata, offset_for_leader_epoch
 from epoch_broker.protocol.records import Record, iter_batches, iter_records
 
 T = TypeVar("T")
+TopicPartition = tuple[str, int]
 RETRIABLE = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
                        ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.LEADER_NOT_AVAILABLE,
                        ErrorCode.OFFSET_NOT_AVAILABLE, ErrorCode.REQUEST_TIMED_OUT})
 BACKOFF_S = 0.2
-METADATA_VERSION, LIST_OFFSETS_VERSION, FETCH_VERSION = 12, 7, 12
+METADATA_VERSION, LIST_OFFSETS_VERSION, FETCH_VERSION, EPOCH_VERSION = 12, 7, 12, 4
 EARLIEST, LATEST = -2, -1
 
 
@@ -40,6 +48,15 @@ class KafkaReadError(RuntimeError):
 
 class Retry(Exception):
     """The leader moved or is not ready: refresh the metadata and ask again."""
+
+
+class DivergedError(KafkaReadError):
+    """The leader's log no longer holds what was read before `offset`: it diverged at `divergence` (KIP-320)."""
+
+    def __init__(self, topic: str, partition: int, offset: int, leader_epoch: int, divergence: int) -> None:
+        super().__init__(f"{topic}-{partition}: the log diverged at offset {divergence} below the position "
+                         f"{offset} (leader epoch {leader_epoch}); records were truncated")
+        self.divergence = divergence
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,49 +129,149 @@ class Cluster:
             return self.partitions
         raise KafkaReadError(f"no bootstrap broker answered Metadata: {'; '.join(problems)}")
 
-    def with_leader(self, topic: str, partition: int, call: Callable[[BlockingKafkaClient, Leader], T]) -> T:
-        """Run `call` against the partition's leader, refreshing the metadata and retrying while it says Retry
-        (or the leader is unreachable), until the request timeout."""
+    def with_leaders(self, wanted: list[TopicPartition],
+                     call: Callable[[BlockingKafkaClient, dict[TopicPartition, Leader]], dict[TopicPartition, T]]
+                     ) -> dict[TopicPartition, T]:
+        """Run `call` once per leader with that leader's share of `wanted`; the partitions it leaves out of its
+        answer (retriable errors) and those of a leader that cannot be reached are asked again after a metadata
+        refresh and a backoff, until the request timeout."""
         deadline = time.monotonic() + self.timeout_s
+        answers: dict[TopicPartition, T] = {}
+        pending = list(dict.fromkeys(wanted))
+        problem = ""
         while True:
-            leader = self.partitions.get(topic, {}).get(partition)
-            try:
+            by_leader: dict[int, dict[TopicPartition, Leader]] = {}
+            for tp in pending:
+                leader = self.partitions.get(tp[0], {}).get(tp[1])
                 if leader is None or leader.node_id < 0:
-                    raise Retry(f"{topic}-{partition} has no leader")
-                return call(self._client(leader.host, leader.port), leader)
-            except (Retry, OSError, ConnectionClosed) as exc:
-                if leader is not None and leader.node_id >= 0 and not isinstance(exc, Retry):
+                    problem = f"{tp[0]}-{tp[1]} has no leader"
+                else:
+                    by_leader.setdefault(leader.node_id, {})[tp] = leader
+            for share in by_leader.values():
+                leader = next(iter(share.values()))
+                try:
+                    answers.update(call(self._client(leader.host, leader.port), share))
+                except (OSError, ConnectionClosed) as exc:
                     self._drop(leader.host, leader.port)
-                if time.monotonic() >= deadline:
-                    raise KafkaReadError(f"{topic}-{partition}: no usable leader within {self.timeout_s:.0f} s "
-                                         f"({exc})") from exc
-                time.sleep(BACKOFF_S)
-                self.refresh()
+                    problem = f"broker {leader.node_id} at {leader.host}:{leader.port}: {exc}"
+            pending = [tp for tp in pending if tp not in answers]
+            if not pending:
+                return answers
+            if time.monotonic() >= deadline:
+                names = ", ".join(f"{t}-{p}" for t, p in pending)
+                raise KafkaReadError(f"{names}: no usable leader within {self.timeout_s:.0f} s ({problem})")
+            time.sleep(BACKOFF_S)
+            self.refresh()
 
-    def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
-        """(offset, leader epoch) for EARLIEST, LATEST (the high watermark) or a timestamp."""
-        def ask(client: BlockingKafkaClient, leader: Leader) -> tuple[int, int]:
+    def with_leader(self, topic: str, partition: int, call: Callable[[BlockingKafkaClient, Leader], T]) -> T:
+        """`with_leaders` for one partition; `call` raises Retry to be asked again."""
+        def one(client: BlockingKafkaClient, share: dict[TopicPartition, Leader]) -> dict[TopicPartition, T]:
+            try:
+                return {(topic, partition): call(client, share[(topic, partition)])}
+            except Retry:
+                return {}
+
+        return self.with_leaders([(topic, partition)], one)[(topic, partition)]
+
+    def list_offsets(self, wanted: list[TopicPartition], timestamp: int) -> dict[TopicPartition, tuple[int, int]]:
+        """(offset, leader epoch) of each partition for EARLIEST, LATEST (the high watermark) or a timestamp (-1
+        when no record is that recent)."""
+        def ask(client: BlockingKafkaClient, share: dict[TopicPartition, Leader]
+                ) -> dict[TopicPartition, tuple[int, int]]:
             request = list_offsets.REQUEST.cls(replica_id=-1, isolation_level=0, topics=[
                 list_offsets.REQUEST.ListOffsetsTopic(name=topic, partitions=[
-                    list_offsets.REQUEST.ListOffsetsPartition(partition_index=partition, timestamp=timestamp,
-                                                              current_leader_epoch=leader.leader_epoch)])])
-            answer = client.request(list_offsets.API, LIST_OFFSETS_VERSION, request).topics[0].partitions[0]
-            error = ErrorCode(answer.error_code)
-            if error in RETRIABLE:
-                raise Retry(f"ListOffsets {topic}-{partition}: {error.name}")
-            if error != ErrorCode.NONE:
-                raise KafkaReadError(f"ListOffsets {topic}-{partition}: {error.name}")
-            return answer.offset, answer.leader_epoch
+                    list_offsets.REQUEST.ListOffsetsPartition(partition_index=p, timestamp=timestamp,
+                                                              current_leader_epoch=share[(topic, p)].leader_epoch)
+                    for p in partitions])
+                for topic, partitions in _by_topic(share).items()])
+            found: dict[TopicPartition, tuple[int, int]] = {}
+            for answer_topic in client.request(list_offsets.API, LIST_OFFSETS_VERSION, request).topics:
+                for answer in answer_topic.partitions:
+                    error = ErrorCode(answer.error_code)
+                    if error == ErrorCode.NONE:
+                        found[(answer_topic.name, answer.partition_index)] = (answer.offset, answer.leader_epoch)
+                    elif error not in RETRIABLE:
+                        raise KafkaReadError(f"ListOffsets {answer_topic.name}-{answer.partition_index}: "
+                                             f"{error.name}")
+            return found
 
-        return self.with_leader(topic, partition, ask)
+        return self.with_leaders(wanted, ask)
 
-    def read(self, topic: str, partition: int, start: int, end: int, max_bytes: int,
-             fail_on_data_loss: bool) -> Iterator[list[StoredRecord]]:
-        """The records of [start, end), one list per fetch answer."""
+    def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
+        return self.list_offsets([(topic, partition)], timestamp)[(topic, partition)]
+
+    def end_offsets_for_epochs(self, wanted: dict[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
+        """OffsetForLeaderEpoch as a consumer: for each partition's epoch, (the largest epoch the leader knows
+        that is <= it, where that epoch ends). (-1, -1) when the leader knows no such epoch."""
+        def ask(client: BlockingKafkaClient, share: dict[TopicPartition, Leader]
+                ) -> dict[TopicPartition, tuple[int, int]]:
+            request = offset_for_leader_epoch.REQUEST.cls(replica_id=-1, topics=[
+                offset_for_leader_epoch.REQUEST.OffsetForLeaderTopic(topic=topic, partitions=[
+                    offset_for_leader_epoch.REQUEST.OffsetForLeaderPartition(
+                        partition=p, current_leader_epoch=share[(topic, p)].leader_epoch,
+                        leader_epoch=wanted[(topic, p)]) for p in partitions])
+                for topic, partitions in _by_topic(share).items()])
+            found: dict[TopicPartition, tuple[int, int]] = {}
+            for answer_topic in client.request(offset_for_leader_epoch.API, EPOCH_VERSION, request).topics:
+                for answer in answer_topic.partitions:
+                    error = ErrorCode(answer.error_code)
+                    if error == ErrorCode.NONE:
+                        found[(answer_topic.topic, answer.partition)] = (answer.leader_epoch, answer.end_offset)
+                    elif error not in RETRIABLE:
+                        raise KafkaReadError(f"OffsetForLeaderEpoch {answer_topic.topic}-{answer.partition}: "
+                                             f"{error.name}")
+            return found
+
+        return self.with_leaders(list(wanted), ask)
+
+    def epochs_before(self, offsets: dict[TopicPartition, int], log_starts: dict[TopicPartition, int],
+                      known: dict[TopicPartition, tuple[int, int, int]] | None = None) -> dict[TopicPartition, int]:
+        """The leader epoch of the record at `offset - 1` of each partition (-1 when that record is before the
+        log start or older than the leader's epoch history).
+
+        `known` may give, per partition, an epoch with its [start, end) offsets, as a validated position tells:
+        an offset inside it needs no request. Otherwise the leader's epoch history is walked down from its
+        latest epoch, one OffsetForLeaderEpoch per step for all partitions at once: asking for epoch c - 1
+        answers where epoch c starts, so the first epoch that starts at or before the record is its epoch."""
+        found: dict[TopicPartition, int] = {}
+        walking: dict[TopicPartition, int] = {}  # partition: candidate epoch, whose start is asked next
+        for tp, offset in offsets.items():
+            epoch, start, end = (known or {}).get(tp, (-1, 0, 0))
+            if offset <= log_starts.get(tp, 0):
+                found[tp] = -1
+            elif epoch >= 0 and start < offset <= end:
+                found[tp] = epoch
+            else:
+                walking[tp] = self.partitions[tp[0]][tp[1]].leader_epoch
+        if walking:  # the latest epoch the leader knows that is <= its current one
+            walking = {tp: epoch for tp, (epoch, _) in self.end_offsets_for_epochs(walking).items()}
+        previous_start = dict.fromkeys(walking, 1 << 62)
+        while walking:
+            for tp, epoch in list(walking.items()):
+                if epoch < 0:
+                    found[tp] = -1
+                    del walking[tp]
+            answers = self.end_offsets_for_epochs({tp: epoch - 1 for tp, epoch in walking.items()})
+            for tp, (older, candidate_start) in answers.items():
+                if candidate_start < offsets[tp]:
+                    found[tp] = walking.pop(tp)
+                elif older < 0 or candidate_start < 0 or candidate_start >= previous_start[tp]:
+                    found[tp] = -1  # older than the leader's epoch history
+                    del walking[tp]
+                else:
+                    previous_start[tp] = candidate_start
+                    walking[tp] = older
+        return found
+
+    def read(self, topic: str, partition: int, start: int, end: int, max_bytes: int, fail_on_data_loss: bool,
+             last_epoch: int = -1) -> Iterator[list[StoredRecord]]:
+        """The records of [start, end), one list per fetch answer; `last_epoch` is the leader epoch of the record
+        before `start` when known (the leader checks it: DivergedError if its log no longer agrees)."""
         offset = start
         while offset < end:
-            chunk, next_offset = self.with_leader(topic, partition, lambda client, leader, at=offset: self._fetch(
-                client, leader, topic, partition, at, max_bytes, fail_on_data_loss))
+            chunk, next_offset, last_epoch = self.with_leader(
+                topic, partition, lambda client, leader, at=offset, epoch=last_epoch: self._fetch(
+                    client, leader, topic, partition, at, epoch, max_bytes, fail_on_data_loss))
             if next_offset <= offset:
                 raise KafkaReadError(f"{topic}-{partition}: no records at offset {offset} although the high "
                                      f"watermark is at least {end}")
@@ -164,12 +281,14 @@ class Cluster:
             offset = next_offset
 
     def _fetch(self, client: BlockingKafkaClient, leader: Leader, topic: str, partition: int, offset: int,
-               max_bytes: int, fail_on_data_loss: bool) -> tuple[list[StoredRecord], int]:
+               last_epoch: int, max_bytes: int, fail_on_data_loss: bool) -> tuple[list[StoredRecord], int, int]:
+        """One Fetch: (records, the offset after the last batch, the leader epoch of that batch)."""
         request = fetch.REQUEST.cls(
             replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=max_bytes, isolation_level=0, session_id=0,
             session_epoch=-1, forgotten_topics_data=[], topics=[fetch.REQUEST.FetchTopic(topic=topic, partitions=[
                 fetch.REQUEST.FetchPartition(partition=partition, current_leader_epoch=leader.leader_epoch,
-                                             fetch_offset=offset, partition_max_bytes=max_bytes)])])
+                                             fetch_offset=offset, last_fetched_epoch=last_epoch,
+                                             partition_max_bytes=max_bytes)])])
         answer = client.request(fetch.API, FETCH_VERSION, request).responses[0].partitions[0]
         error = ErrorCode(answer.error_code)
         if error in RETRIABLE:
@@ -179,17 +298,26 @@ class Cluster:
                 raise KafkaReadError(f"{topic}-{partition}: offset {offset} is out of range (log start "
                                      f"{answer.log_start_offset}); records were deleted or truncated "
                                      "(failOnDataLoss=false skips to the log start)")
-            return [], answer.log_start_offset
+            return [], answer.log_start_offset, -1
         if error != ErrorCode.NONE:
             raise KafkaReadError(f"Fetch {topic}-{partition} at {offset}: {error.name}")
+        diverging = answer.diverging_epoch
+        if diverging is not None and diverging.epoch >= 0:
+            raise DivergedError(topic, partition, offset, last_epoch, diverging.end_offset)
         data = bytes(answer.records or b"")
         records: list[StoredRecord] = []
         next_offset = offset
         for position, header in iter_batches(data):
-            next_offset = header.next_offset
+            next_offset, last_epoch = header.next_offset, header.partition_leader_epoch
             if header.is_control:
                 continue
             records += [StoredRecord(record, header.partition_leader_epoch, header.timestamp_type)
                         for record in iter_records(data, position, header)]
-        return records, next_offset
+        return records, next_offset, last_epoch
 
+
+def _by_topic(share: dict[TopicPartition, Leader]) -> dict[str, list[int]]:
+    topics: dict[str, list[int]] = {}
+    for topic, partition in share:
+        topics.setdefault(topic, []).append(partition)
+    return topics

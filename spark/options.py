@@ -7,6 +7,12 @@ Rules:
 - `startingOffsets` / `endingOffsets`: `earliest`, `latest`, or JSON `{"topic": {"0": 42}}` (-2 earliest, -1
   latest); here a partition's value may also be `{"offset": 42, "leaderEpoch": 3}`. `endingOffsets` may not be
   `earliest` nor name -2, as the connector refuses.
+- `startingTimestamp` (one timestamp in ms for every partition) or `startingOffsetsByTimestamp` (JSON
+  `{"topic": {"0": ms}}`) win over `startingOffsets`, in that order, as in the connector: each partition starts
+  at its first record with a timestamp at or after it. Where there is none, `startingOffsetsByTimestampStrategy`
+  says: `error` (the default) or `latest`.
+- `maxOffsetsPerTrigger` caps a micro-batch (shared between partitions in proportion to what each has waiting);
+  `minPartitions` splits the largest ranges until there are at least that many Spark tasks.
 - Option names are case-insensitive (Spark hands them over that way). A bad option raises OptionError with one
   line naming it, on the driver, before any task runs.
 """
@@ -42,16 +48,27 @@ class SourceOptions:
     assign: tuple[tuple[str, int], ...] = ()
     starting: Mapping[tuple[str, int], Position] | int = EARLIEST  # EARLIEST, LATEST, or per partition
     ending: Mapping[tuple[str, int], Position] | int = LATEST
+    starting_timestamps: Mapping[tuple[str, int], int] | int | None = None  # one for all, or per partition
+    latest_when_no_timestamp: bool = False
     include_headers: bool = False
     fail_on_data_loss: bool = True
     request_timeout_s: float = 30.0
     fetch_max_bytes: int = 50 << 20
+    max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
 
     def wants(self, topic: str) -> bool:
         """Whether a topic of the cluster is read (subscribe or subscribePattern)."""
         if self.subscribe_pattern is not None:
             return re.fullmatch(self.subscribe_pattern, topic) is not None
         return topic in self.subscribe
+
+    def partitions_in(self, found: Mapping[str, Mapping[int, object]]) -> list[tuple[str, int]]:
+        """The partitions read, of those the cluster has (`assign` names them; otherwise every partition of the
+        topics subscribed to)."""
+        if self.assign:
+            return [tp for tp in self.assign if tp[1] in found.get(tp[0], {})]
+        return sorted((topic, p) for topic, partitions in found.items() if self.wants(topic) for p in partitions)
 
 
 def parse_source_options(raw: Mapping[str, str]) -> SourceOptions:
@@ -83,12 +100,25 @@ def parse_source_options(raw: Mapping[str, str]) -> SourceOptions:
     ending = _positions("endingOffsets", options.get("endingoffsets", "latest"))
     if ending == EARLIEST or (isinstance(ending, Mapping) and any(p.offset == EARLIEST for p in ending.values())):
         raise OptionError("option endingOffsets cannot be earliest")
+    starting_timestamps: Mapping[tuple[str, int], int] | int | None = None
+    if "startingtimestamp" in options:
+        starting_timestamps = _int("startingTimestamp", options["startingtimestamp"])
+    elif "startingoffsetsbytimestamp" in options:
+        starting_timestamps = {tp: position.offset for tp, position in _per_partition(
+            "startingOffsetsByTimestamp", options["startingoffsetsbytimestamp"]).items()}
+    strategy = options.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise OptionError(f"option startingOffsetsByTimestampStrategy must be error or latest, not {strategy!r}")
     return SourceOptions(
         bootstrap=bootstrap, subscribe=subscribe, subscribe_pattern=pattern, assign=assign, starting=starting,
-        ending=ending, include_headers=_bool("includeHeaders", options.get("includeheaders", "false")),
+        ending=ending, starting_timestamps=starting_timestamps, latest_when_no_timestamp=strategy == "latest",
+        include_headers=_bool("includeHeaders", options.get("includeheaders", "false")),
         fail_on_data_loss=_bool("failOnDataLoss", options.get("failondataloss", "true")),
-        request_timeout_s=_int("kafka.request.timeout.ms", options.get("kafka.request.timeout.ms", "30000")) / 1000,
-        fetch_max_bytes=_int("kafka.fetch.max.bytes", options.get("kafka.fetch.max.bytes", str(50 << 20))))
+        request_timeout_s=_positive("kafka.request.timeout.ms",
+                                    options.get("kafka.request.timeout.ms", "30000")) / 1000,
+        fetch_max_bytes=_positive("kafka.fetch.max.bytes", options.get("kafka.fetch.max.bytes", str(50 << 20))),
+        max_offsets_per_trigger=_optional_positive("maxOffsetsPerTrigger", options.get("maxoffsetspertrigger")),
+        min_partitions=_optional_positive("minPartitions", options.get("minpartitions")))
 
 
 def _json(name: str, text: str) -> object:
@@ -107,6 +137,17 @@ def _int(name: str, value: object) -> int:
         raise OptionError(f"option {name}: {value!r} is not an integer") from exc
 
 
+def _positive(name: str, value: object) -> int:
+    number = _int(name, value)
+    if number <= 0:
+        raise OptionError(f"option {name} must be a positive integer, not {number}")
+    return number
+
+
+def _optional_positive(name: str, value: str | None) -> int | None:
+    return None if value is None else _positive(name, value)
+
+
 def _bool(name: str, text: str) -> bool:
     if text.strip().lower() not in ("true", "false"):
         raise OptionError(f"option {name} must be true or false, not {text!r}")
@@ -118,9 +159,13 @@ def _positions(name: str, text: str) -> Mapping[tuple[str, int], Position] | int
         return EARLIEST
     if text.strip().lower() == "latest":
         return LATEST
+    return _per_partition(name, text)
+
+
+def _per_partition(name: str, text: str) -> dict[tuple[str, int], Position]:
     parsed = _json(name, text)
     if not isinstance(parsed, dict):
-        raise OptionError(f'option {name} must be earliest, latest or JSON like {{"topic": {{"0": 42}}}}')
+        raise OptionError(f'option {name} must be JSON like {{"topic": {{"0": 42}}}}')
     positions: dict[tuple[str, int], Position] = {}
     for topic, partitions in parsed.items():
         if not isinstance(partitions, dict):

@@ -1,4 +1,4 @@
-"""The `kafka-epoch` data source for PySpark (Spark 4's Python Data Source API): batch reads of topics.
+"""The `kafka-epoch` data source for PySpark (Spark 4's Python Data Source API), and its batch reads.
 
 Columns are those of Spark's Kafka connector (`key`, `value`, `topic`, `partition`, `offset`, `timestamp`,
 `timestampType`, and `headers` with `includeHeaders`), plus `leaderEpoch`: the leader epoch of the record's
@@ -10,18 +10,31 @@ Rules:
   high watermark). One Spark task per partition range; everything a task needs is in its InputPartition.
 - A task opens its own connection (readers are pickled to executor processes), fetches its range from the
   leader and yields Arrow record batches, one per fetch answer: a partition is never held in memory whole.
+- A task checks the epochs at both ends of its range when they are known: the leader checks the epoch of the
+  record before its start (DivergingEpoch), and the task checks that the record before its end is in the epoch
+  the driver planned with. A log truncated between planning and reading is caught, never read past silently.
+- `minPartitions` splits the largest ranges (halving the largest piece each time) until there are enough tasks.
+  Streaming reads (stream.py) plan their micro-batches into the same ranges and read them with the same task.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from epoch_broker.spark.kafka import Cluster, KafkaReadError, StoredRecord
+from epoch_broker.spark.kafka import Cluster, DivergedError, KafkaReadError, StoredRecord, TopicPartition
 from epoch_broker.spark.options import EARLIEST, LATEST, OptionError, Position, SourceOptions, parse_source_options
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
 from pyspark.sql.types import StructType
 
 NAME = "kafka-epoch"
@@ -30,6 +43,7 @@ BASE_COLUMNS = ("key binary, value binary, topic string, partition int, offset l
 HEADERS_COLUMN = "headers array<struct<key: string, value: binary>>"
 EPOCH_COLUMN = "leaderEpoch int"
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+log = logging.getLogger("epoch_broker.spark")
 
 
 def schema_ddl(include_headers: bool) -> str:
@@ -38,17 +52,33 @@ def schema_ddl(include_headers: bool) -> str:
 
 @dataclass(frozen=True)
 class RangePartition(InputPartition):
-    """One task: a topic partition's [start, end), and how to reach the cluster."""
+    """One task: a topic partition's [start, end), the leader epochs of the records before each end (-1 when
+    unknown), and how to reach the cluster."""
 
     bootstrap: str
     topic: str
     partition: int
     start: int
     end: int
+    start_epoch: int
+    end_epoch: int
     include_headers: bool
     fail_on_data_loss: bool
     timeout_s: float
     max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """What the driver plans for one partition: read [start, end); the records before each end have these
+    leader epochs (-1 when unknown)."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    start_epoch: int = -1
+    end_epoch: int = -1
 
 
 class KafkaEpochDataSource(DataSource):
@@ -64,6 +94,21 @@ class KafkaEpochDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         return BatchReader(self._options())
 
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from epoch_broker.spark.stream import StreamReader
+
+        return StreamReader(self._options())
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from epoch_broker.spark.sink import BatchWriter
+
+        return BatchWriter(dict(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from epoch_broker.spark.sink import StreamWriter
+
+        return StreamWriter(dict(self.options), schema)
+
     def _options(self) -> SourceOptions:
         try:
             return parse_source_options(dict(self.options))
@@ -76,52 +121,116 @@ class BatchReader(DataSourceReader):
         self.options = options
 
     def partitions(self) -> Sequence[InputPartition]:
-        options = self.options
-        with Cluster(options.bootstrap, options.request_timeout_s) as cluster:
-            ranges = plan_ranges(cluster, options)
-        return [RangePartition(options.bootstrap, topic, partition, start, end, options.include_headers,
-                               options.fail_on_data_loss, options.request_timeout_s, options.fetch_max_bytes)
-                for topic, partition, start, end in ranges if end > start] or [
-                    RangePartition(options.bootstrap, "", -1, 0, 0, options.include_headers, True, 1.0, 0)]
+        with Cluster(self.options.bootstrap, self.options.request_timeout_s) as cluster:
+            return tasks(self.options, plan_ranges(cluster, self.options))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
-        if partition.end <= partition.start:
-            return
-        with Cluster(partition.bootstrap, partition.timeout_s) as cluster:
-            cluster.refresh()
-            for records in cluster.read(partition.topic, partition.partition, partition.start, partition.end,
-                                        partition.max_bytes, partition.fail_on_data_loss):
-                yield to_arrow(partition.topic, partition.partition, records, partition.include_headers)
+        return read_range(partition)
 
 
-def plan_ranges(cluster: Cluster, options: SourceOptions) -> list[tuple[str, int, int, int]]:
-    """(topic, partition, start, end) of every partition read, resolved on the driver."""
-    found = cluster.refresh()
-    if options.assign:
-        missing = [f"{t}-{p}" for t, p in options.assign if p not in found.get(t, {})]
-        if missing:
-            raise ValueError(f"{NAME}: option assign names partitions that do not exist: {', '.join(missing)}")
-        wanted = list(options.assign)
-    else:
-        wanted = sorted((topic, p) for topic, partitions in found.items() if options.wants(topic)
-                        for p in partitions)
-        if options.subscribe and (absent := sorted(set(options.subscribe) - set(found))):
-            raise ValueError(f"{NAME}: option subscribe names topics that do not exist: {', '.join(absent)}")
-    return [(topic, p, _resolve(cluster, topic, p, options.starting, EARLIEST),
-             _resolve(cluster, topic, p, options.ending, LATEST)) for topic, p in wanted]
+def tasks(options: SourceOptions, ranges: list[Range]) -> list[InputPartition]:
+    """One task per non-empty range, after `minPartitions` splitting (Spark needs at least one: an empty one)."""
+    pieces = split_ranges([r for r in ranges if r.end > r.start], options.min_partitions or 0)
+    return [RangePartition(options.bootstrap, r.topic, r.partition, r.start, r.end, r.start_epoch, r.end_epoch,
+                           options.include_headers, options.fail_on_data_loss, options.request_timeout_s,
+                           options.fetch_max_bytes) for r in pieces] or [
+        RangePartition(options.bootstrap, "", -1, 0, 0, -1, -1, options.include_headers, True, 1.0, 0)]
 
 
-def _resolve(cluster: Cluster, topic: str, partition: int, spec: Any, unnamed: int) -> int:
-    """The offset a starting or ending option means for one partition (JSON that does not name the partition:
-    `unnamed`, earliest for starting offsets and latest for ending ones)."""
-    position = spec.get((topic, partition), Position(unnamed)) if isinstance(spec, dict) else Position(spec)
-    if position.offset in (EARLIEST, LATEST):
+def split_ranges(ranges: list[Range], min_partitions: int) -> list[Range]:
+    """Halve the largest range until there are `min_partitions`; a piece's inner ends have unknown epochs."""
+    pieces = list(ranges)
+    while len(pieces) < min_partitions:
+        largest = max(range(len(pieces)), key=lambda i: pieces[i].end - pieces[i].start, default=None)
+        if largest is None or pieces[largest].end - pieces[largest].start < 2:
+            break
+        whole = pieces[largest]
+        middle = whole.start + (whole.end - whole.start) // 2
+        pieces[largest:largest + 1] = [Range(whole.topic, whole.partition, whole.start, middle, whole.start_epoch),
+                                       Range(whole.topic, whole.partition, middle, whole.end, -1, whole.end_epoch)]
+    return pieces
+
+
+def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """A task: the records of one range as Arrow batches, with its epoch checks (see the module's rules)."""
+    assert isinstance(partition, RangePartition)
+    if partition.end <= partition.start:
+        return
+    last: StoredRecord | None = None
+    with Cluster(partition.bootstrap, partition.timeout_s) as cluster:
+        cluster.refresh()
         try:
-            return cluster.list_offset(topic, partition, position.offset)[0]
-        except KafkaReadError as exc:
-            raise ValueError(f"{NAME}: {exc}") from exc
-    return position.offset
+            for records in cluster.read(partition.topic, partition.partition, partition.start, partition.end,
+                                        partition.max_bytes, partition.fail_on_data_loss, partition.start_epoch):
+                last = records[-1]
+                yield to_arrow(partition.topic, partition.partition, records, partition.include_headers)
+        except DivergedError as exc:
+            if partition.fail_on_data_loss:
+                raise KafkaReadError(f"{exc} while reading [{partition.start}, {partition.end}) "
+                                     "(failOnDataLoss=false reads on)") from exc
+            log.warning("%s; the next micro-batch resumes there (failOnDataLoss=false)", exc)
+            return
+    if (last is not None and last.record.offset == partition.end - 1 and partition.end_epoch >= 0
+            and last.leader_epoch != partition.end_epoch):
+        message = (f"{partition.topic}-{partition.partition}: offset {last.record.offset} was planned in leader "
+                   f"epoch {partition.end_epoch} but holds a record of epoch {last.leader_epoch}: the log was "
+                   "truncated and rewritten while the query read it")
+        if partition.fail_on_data_loss:
+            raise KafkaReadError(message)
+        log.warning("%s (failOnDataLoss=false reads on)", message)
+
+
+def plan_ranges(cluster: Cluster, options: SourceOptions) -> list[Range]:
+    """Every partition's range, resolved on the driver (one request per leader for each kind of offset)."""
+    found = cluster.refresh()
+    wanted = options.partitions_in(found)
+    if options.assign and (missing := [f"{t}-{p}" for t, p in options.assign if (t, p) not in set(wanted)]):
+        raise ValueError(f"{NAME}: option assign names partitions that do not exist: {', '.join(missing)}")
+    if options.subscribe and (absent := sorted(set(options.subscribe) - set(found))):
+        raise ValueError(f"{NAME}: option subscribe names topics that do not exist: {', '.join(absent)}")
+    starts = starting_positions(cluster, options, wanted)
+    ends = resolve_positions(cluster, wanted, options.ending, LATEST)
+    return [Range(t, p, starts[(t, p)].offset, ends[(t, p)].offset, starts[(t, p)].leader_epoch)
+            for t, p in wanted]
+
+
+def starting_positions(cluster: Cluster, options: SourceOptions, wanted: list[TopicPartition]
+                       ) -> dict[TopicPartition, Position]:
+    """Where reading starts: by timestamp when asked (the first record at or after it), else `startingOffsets`."""
+    timestamps = options.starting_timestamps
+    if timestamps is None:
+        return resolve_positions(cluster, wanted, options.starting, EARLIEST)
+    per_partition = ({tp: timestamps for tp in wanted} if isinstance(timestamps, int)
+                     else {tp: timestamps.get(tp, EARLIEST) for tp in wanted})
+    positions: dict[TopicPartition, Position] = {}
+    for timestamp in set(per_partition.values()):
+        asked = [tp for tp, value in per_partition.items() if value == timestamp]
+        for tp, (offset, _) in _list_offsets(cluster, asked, timestamp).items():
+            if offset < 0 and not options.latest_when_no_timestamp:
+                raise ValueError(f"{NAME}: {tp[0]}-{tp[1]} has no record at or after timestamp {timestamp} "
+                                 "(startingOffsetsByTimestampStrategy=latest starts at the end instead)")
+            positions[tp] = Position(offset)
+    if unmatched := [tp for tp, position in positions.items() if position.offset < 0]:
+        positions |= {tp: Position(offset) for tp, (offset, _) in _list_offsets(cluster, unmatched, LATEST).items()}
+    return positions
+
+
+def resolve_positions(cluster: Cluster, wanted: list[TopicPartition], spec: Any, unnamed: int
+                      ) -> dict[TopicPartition, Position]:
+    """The positions a starting or ending option means (JSON that does not name a partition: `unnamed`)."""
+    given = {tp: spec.get(tp, Position(unnamed)) if isinstance(spec, dict) else Position(spec) for tp in wanted}
+    for special in (EARLIEST, LATEST):
+        if asked := [tp for tp, position in given.items() if position.offset == special]:
+            given |= {tp: Position(offset) for tp, (offset, _) in _list_offsets(cluster, asked, special).items()}
+    return given
+
+
+def _list_offsets(cluster: Cluster, wanted: list[TopicPartition], timestamp: int
+                  ) -> dict[TopicPartition, tuple[int, int]]:
+    try:
+        return cluster.list_offsets(wanted, timestamp)
+    except KafkaReadError as exc:
+        raise ValueError(f"{NAME}: {exc}") from exc
 
 
 def to_arrow(topic: str, partition: int, records: list[StoredRecord], include_headers: bool) -> pa.RecordBatch:

@@ -1,5 +1,5 @@
 """One SparkSession for the Spark tests (starting one costs 6-9 s), local, on loopback, with workers running this
-venv's interpreter (where epoch_broker and pyarrow are installed)."""
+venv's interpreter (where epoch_broker and pyarrow are installed); and a broker process per test module."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from tests.helpers import BrokerProcess, start_broker
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +30,10 @@ def spark() -> Iterator[Any]:
     register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    process = start_broker(tmp_path_factory.mktemp("spark"), {"offsets.topic.num.partitions": "1"})
+    yield process
+    process.stop()

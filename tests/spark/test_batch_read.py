@@ -3,31 +3,18 @@ confluent-kafka consumer reads from the same topic of a real broker process."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Producer
 
-from tests.helpers import BrokerProcess, start_broker
+from tests.helpers import BrokerProcess
+from tests.spark.support import consumed, create
 
 pytestmark = pytest.mark.slow
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 PARTITIONS = 3
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    process = start_broker(tmp_path_factory.mktemp("spark"), {"offsets.topic.num.partitions": "1"})
-    yield process
-    process.stop()
-
-
-def create(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: the futures need the handle alive
-    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
 
 
 def produce_every_kind(bootstrap: str, topic: str) -> None:
@@ -41,23 +28,6 @@ def produce_every_kind(bootstrap: str, topic: str) -> None:
             producer.produce(topic, value, key, partition=(n + i) % PARTITIONS, headers=headers,
                              timestamp=1_700_000_000_000 + i)
         assert producer.flush(30) == 0
-
-
-def consumed(bootstrap: str, topic: str, partitions: int) -> list[tuple[Any, ...]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "spark-check", "enable.auto.commit": False})
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        rows: list[tuple[Any, ...]] = []
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
-        while sum(1 for _ in rows) < sum(ends.values()):
-            for message in consumer.consume(1000, timeout=1.0):
-                assert message.error() is None
-                rows.append((message.key(), message.value(), message.topic(), message.partition(), message.offset(),
-                             message.timestamp()[1], message.timestamp()[0] - 1,
-                             [(k, v) for k, v in (message.headers() or [])], message.leader_epoch()))
-        return sorted(rows, key=lambda r: (r[3], r[4]))
-    finally:
-        consumer.close()
 
 
 def test_a_batch_read_gives_every_record_with_every_column_as_a_consumer_sees_it(spark: Any,
@@ -108,3 +78,25 @@ def test_bad_options_get_one_clear_error_before_any_task_runs(spark: Any, broker
         reader = reader.option(key, value)
     with pytest.raises(Exception, match=message):
         reader.load().collect()
+
+
+def test_min_partitions_splits_ranges_into_more_tasks_and_timestamps_choose_the_start(spark: Any,
+                                                                                      broker: BrokerProcess) -> None:
+    topic = "spark-split"
+    create(broker.bootstrap, topic, 2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(40):
+        producer.produce(topic, b"%d" % i, partition=i % 2, timestamp=1_700_000_000_000 + i)
+    assert producer.flush(30) == 0
+    reader = (spark.read.format("kafka-epoch").option("kafka.bootstrap.servers", broker.bootstrap)
+              .option("subscribe", topic))
+    split = reader.option("minPartitions", "7").load()
+    assert split.rdd.getNumPartitions() == 7
+    assert sorted((r.partition, r.offset) for r in split.collect()) == [(p, o) for p in range(2) for o in range(20)]
+    # the first record at or after the timestamp of record 30 (partition 0, offset 15; partition 1, offset 15)
+    later = reader.option("startingTimestamp", str(1_700_000_000_000 + 30)).load()
+    assert sorted((r.partition, r.offset) for r in later.collect()) == [(p, o) for p in range(2) for o in range(15, 20)]
+    with pytest.raises(Exception, match=f"{topic}-0 has no record at or after timestamp 1800000000000"):
+        reader.option("startingTimestamp", "1800000000000").load().collect()
+    assert reader.option("startingTimestamp", "1800000000000").option(
+        "startingOffsetsByTimestampStrategy", "latest").load().count() == 0

@@ -1,0 +1,73 @@
+"""What the Spark tests share: topics made and read back with confluent-kafka (the reference the rows of the
+`kafka-epoch` source are checked against), a streaming read and a sink gathering its rows, and waiting for a
+condition from synchronous test code."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.helpers import wait_for
+
+T = TypeVar("T")
+
+
+def create(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: the futures need the handle alive
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
+
+
+def consumed(bootstrap: str, topic: str, partitions: int) -> list[tuple[Any, ...]]:
+    """Every record of the topic up to its high watermarks, as the source's columns (headers included), in
+    partition and offset order."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "spark-check", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        rows: list[tuple[Any, ...]] = []
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+        deadline = time.monotonic() + 60
+        while len(rows) < sum(ends.values()):
+            assert time.monotonic() < deadline, f"read {len(rows)} of {sum(ends.values())} records"
+            for message in consumer.consume(1000, timeout=1.0):
+                assert message.error() is None
+                rows.append((message.key(), message.value(), message.topic(), message.partition(), message.offset(),
+                             message.timestamp()[1], message.timestamp()[0] - 1,
+                             [(k, v) for k, v in (message.headers() or [])], message.leader_epoch()))
+        return sorted(rows, key=lambda r: (r[3], r[4]))
+    finally:
+        consumer.close()
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = 60.0, what: str = "condition") -> T:
+    """tests/helpers.py's wait_for, from synchronous code (Spark tests drive queries from the main thread)."""
+    return asyncio.run(wait_for(predicate, timeout=timeout, interval=0.1, what=what))
+
+
+def stream(spark: Any, bootstrap: str, **options: str) -> Any:
+    reader = spark.readStream.format("kafka-epoch").option("kafka.bootstrap.servers", bootstrap)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+class Collected:
+    """A foreachBatch sink: every row's (topic, partition, offset, value), gathered on the driver."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, int, int, bytes]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, frame: Any, batch_id: int) -> None:
+        rows = [(r.topic, r.partition, r.offset, bytes(r.value)) for r in frame.collect()]
+        with self.lock:
+            self.rows += rows
+
+    def snapshot(self) -> list[tuple[str, int, int, bytes]]:
+        with self.lock:
+            return sorted(self.rows)
