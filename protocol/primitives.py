@@ -353,13 +353,13 @@ class KafkaConstruct(Construct):
     def _emitparse(self, code: Any) -> str:
         name = self.reader_name(code)
         code.append(f"__reader = {name}")
-        code.append("from protocol.primitives import run_reader")
+        code.append(f"from {__name__} import run_reader")
         return f"run_reader({name}, io)"
 
     def _emitbuild(self, code: Any) -> str:
         name = self.writer_name(code)
         code.append(f"__writer = {name}")
-        code.append("from protocol.primitives import run_writer")
+        code.append(f"from {__name__} import run_writer")
         return f"run_writer({name}, obj, io)"
 
     def _parse(self, stream: Any, context: Any, path: Any) -> Any:
@@ -401,11 +401,11 @@ class Primitive(KafkaConstruct):
         self.writer = writer
 
     def reader_name(self, code: Any) -> str:
-        code.append(f"from protocol.primitives import {self.reader}")
+        code.append(f"from {__name__} import {self.reader}")
         return self.reader
 
     def writer_name(self, code: Any) -> str:
-        code.append(f"from protocol.primitives import {self.writer}")
+        code.append(f"from {__name__} import {self.writer}")
         return self.writer
 
 

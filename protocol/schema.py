@@ -249,7 +249,7 @@ class ArrayType(KafkaConstruct):
             return name
         code.parsercache[name] = name
         length = "read_compact_array_length" if self.compact else "read_array_length"
-        code.append(f"from protocol.primitives import {length}, DecodeError")
+        code.append(f"from {primitives.__name__} import {length}, DecodeError")
         on_null = "return None, pos" if self.nullable else "raise DecodeError('null in a non-nullable array')"
         if isinstance(self.element, primitives.Fixed) and self.element.kafka_type != "uuid":
             fmt, size = self.element.format, self.element.size
@@ -283,7 +283,7 @@ class ArrayType(KafkaConstruct):
             return name
         code.buildercache[name] = name
         length = "write_compact_array_length" if self.compact else "write_array_length"
-        code.append(f"from protocol.primitives import {length}")
+        code.append(f"from {primitives.__name__} import {length}")
         null = "b'\\x00'" if self.compact else "b'\\xff\\xff\\xff\\xff'"
         on_null = f"out.append({null}); return" if self.nullable else "raise TypeError('null in a non-nullable array')"
         if isinstance(self.element, primitives.Fixed) and self.element.kafka_type != "uuid":
@@ -360,7 +360,7 @@ class StructType(KafkaConstruct):
             known = {f.tag: (f.name, self.constructs[f.name].reader_name(code)) for f in self.tagged}
             table = "{" + ", ".join(f"{tag}: ({n!r}, {r})" for tag, (n, r) in sorted(known.items())) + "}"
             _late(code, f"_tags_{self.uid} = {table}")
-            code.append("from protocol.schema import read_tags")
+            code.append(f"from {__name__} import read_tags")
             # Most sections are empty: test the count byte inline instead of calling read_tags.
             lines.append("if buf[pos] == 0:")
             lines.append("    pos += 1")
@@ -391,10 +391,10 @@ class StructType(KafkaConstruct):
                 default = _link(code, f"_default_{self.uid}_{f.name}", self.cls().__getattribute__(f.name))
                 table.append(f"({f.tag}, {f.name!r}, {self.constructs[f.name].writer_name(code)}, {default})")
             _late(code, f"_wtags_{self.uid} = ({', '.join(table)},)")
-            code.append("from protocol.schema import write_tags")
+            code.append(f"from {__name__} import write_tags")
             lines.append(f"write_tags(out, value, _wtags_{self.uid})")
         elif self.flexible:
-            code.append("from protocol.schema import write_tags")
+            code.append(f"from {__name__} import write_tags")
             lines.append("if value._unknown_tags is None:")
             lines.append("    out.append(b'\\x00')")
             lines.append("else:")

@@ -15,8 +15,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("protocol", "storage", "client", "broker", "drill", "spark")
-IMPORT_CHECK = ("import epoch_broker, epoch_broker.broker.app, epoch_broker.drill.admin, epoch_broker.client.blocking;"
-                "print(epoch_broker.__file__)")
+# Importing is not enough: the codec compiles its readers and writers at first use, and that generated code
+# imports the protocol modules by name (once as `protocol.primitives`, which only a checkout's root resolves).
+IMPORT_CHECK = "; ".join([
+    "import epoch_broker, epoch_broker.broker.app, epoch_broker.drill.admin, epoch_broker.client.blocking",
+    "from epoch_broker.client.connection import ClientConnection",
+    "from epoch_broker.protocol.messages import metadata",
+    "request = metadata.REQUEST.cls(topics=[metadata.REQUEST.MetadataRequestTopic(name='t')])",
+    "ClientConnection('check').send_request(metadata.API, 12, request, True)",
+    "assert metadata.REQUEST.decode(metadata.REQUEST.encode(request, 12), 12).topics[0].name == 't'",
+    "print(epoch_broker.__file__)"])
 
 
 @pytest.fixture(scope="module")
