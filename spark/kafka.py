@@ -4,8 +4,10 @@ records of one partition range. Runs on the driver (planning) and in executor ta
 Rules:
 - Every request goes to the partition's leader with its current leader epoch (KIP-320). NOT_LEADER_OR_FOLLOWER,
   FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, LEADER_NOT_AVAILABLE and OFFSET_NOT_AVAILABLE (KIP-207: a new
-  leader whose high watermark has not caught up) refresh the metadata and retry after a backoff, until the
-  request timeout: never a failure or a guess on a leader change.
+  leader whose high watermark has not caught up) refresh the metadata and retry after a backoff: never a
+  failure or a guess on a leader change. One attempt is bounded by the request timeout (a socket that does not
+  answer is dropped and the call tried again); a call with its retries by a longer deadline, as the Java
+  clients' request.timeout.ms sits under default.api.timeout.ms (consumers) or delivery.timeout.ms (producers).
 - Consumers read up to the high watermark: "latest" is the high watermark (ListOffsets as a consumer).
 - Records come from batches as stored: control batches are skipped, every codec the broker accepts is decoded,
   and each record carries the leader epoch of its batch.
@@ -42,15 +44,15 @@ METADATA_VERSION, LIST_OFFSETS_VERSION, FETCH_VERSION, EPOCH_VERSION = 12, 7, 12
 EARLIEST, LATEST = -2, -1
 
 
-class KafkaReadError(RuntimeError):
-    """A read the source cannot complete; the message names the topic, partition and why."""
+class KafkaClientError(RuntimeError):
+    """A request the source or the sink cannot complete; the message names the topic, partition and why."""
 
 
 class Retry(Exception):
     """The leader moved or is not ready: refresh the metadata and ask again."""
 
 
-class DivergedError(KafkaReadError):
+class DivergedError(KafkaClientError):
     """The leader's log no longer holds what was read before `offset`: it diverged at `divergence` (KIP-320)."""
 
     def __init__(self, topic: str, partition: int, offset: int, leader_epoch: int, divergence: int) -> None:
@@ -79,9 +81,10 @@ class StoredRecord:
 class Cluster:
     """The cluster as one client sees it: metadata from any bootstrap broker, requests to partition leaders."""
 
-    def __init__(self, bootstrap: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, deadline_s: float) -> None:
         self.bootstrap = [address.strip() for address in bootstrap.split(",") if address.strip()]
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_s  # one attempt (kafka.request.timeout.ms: the socket's timeout)
+        self.deadline_s = deadline_s  # all attempts of one call, retries included
         self.partitions: dict[str, dict[int, Leader]] = {}
         self._clients: dict[tuple[str, int], BlockingKafkaClient] = {}
 
@@ -127,15 +130,15 @@ class Cluster:
                              for p in topic.partitions}
                 for topic in response.topics if topic.error_code == ErrorCode.NONE}
             return self.partitions
-        raise KafkaReadError(f"no bootstrap broker answered Metadata: {'; '.join(problems)}")
+        raise KafkaClientError(f"no bootstrap broker answered Metadata: {'; '.join(problems)}")
 
     def with_leaders(self, wanted: list[TopicPartition],
                      call: Callable[[BlockingKafkaClient, dict[TopicPartition, Leader]], dict[TopicPartition, T]]
                      ) -> dict[TopicPartition, T]:
         """Run `call` once per leader with that leader's share of `wanted`; the partitions it leaves out of its
         answer (retriable errors) and those of a leader that cannot be reached are asked again after a metadata
-        refresh and a backoff, until the request timeout."""
-        deadline = time.monotonic() + self.timeout_s
+        refresh and a backoff, until the call's deadline."""
+        deadline = time.monotonic() + self.deadline_s
         answers: dict[TopicPartition, T] = {}
         pending = list(dict.fromkeys(wanted))
         problem = ""
@@ -159,7 +162,7 @@ class Cluster:
                 return answers
             if time.monotonic() >= deadline:
                 names = ", ".join(f"{t}-{p}" for t, p in pending)
-                raise KafkaReadError(f"{names}: no usable leader within {self.timeout_s:.0f} s ({problem})")
+                raise KafkaClientError(f"{names}: no usable leader within {self.deadline_s:.0f} s ({problem})")
             time.sleep(BACKOFF_S)
             self.refresh()
 
@@ -191,7 +194,7 @@ class Cluster:
                     if error == ErrorCode.NONE:
                         found[(answer_topic.name, answer.partition_index)] = (answer.offset, answer.leader_epoch)
                     elif error not in RETRIABLE:
-                        raise KafkaReadError(f"ListOffsets {answer_topic.name}-{answer.partition_index}: "
+                        raise KafkaClientError(f"ListOffsets {answer_topic.name}-{answer.partition_index}: "
                                              f"{error.name}")
             return found
 
@@ -218,7 +221,7 @@ class Cluster:
                     if error == ErrorCode.NONE:
                         found[(answer_topic.topic, answer.partition)] = (answer.leader_epoch, answer.end_offset)
                     elif error not in RETRIABLE:
-                        raise KafkaReadError(f"OffsetForLeaderEpoch {answer_topic.topic}-{answer.partition}: "
+                        raise KafkaClientError(f"OffsetForLeaderEpoch {answer_topic.topic}-{answer.partition}: "
                                              f"{error.name}")
             return found
 
@@ -273,7 +276,7 @@ class Cluster:
                 topic, partition, lambda client, leader, at=offset, epoch=last_epoch: self._fetch(
                     client, leader, topic, partition, at, epoch, max_bytes, fail_on_data_loss))
             if next_offset <= offset:
-                raise KafkaReadError(f"{topic}-{partition}: no records at offset {offset} although the high "
+                raise KafkaClientError(f"{topic}-{partition}: no records at offset {offset} although the high "
                                      f"watermark is at least {end}")
             records = [r for r in chunk if start <= r.record.offset < end]
             if records:
@@ -295,12 +298,12 @@ class Cluster:
             raise Retry(f"Fetch {topic}-{partition}: {error.name}")
         if error == ErrorCode.OFFSET_OUT_OF_RANGE:
             if fail_on_data_loss or offset >= answer.log_start_offset >= 0:
-                raise KafkaReadError(f"{topic}-{partition}: offset {offset} is out of range (log start "
+                raise KafkaClientError(f"{topic}-{partition}: offset {offset} is out of range (log start "
                                      f"{answer.log_start_offset}); records were deleted or truncated "
                                      "(failOnDataLoss=false skips to the log start)")
             return [], answer.log_start_offset, -1
         if error != ErrorCode.NONE:
-            raise KafkaReadError(f"Fetch {topic}-{partition} at {offset}: {error.name}")
+            raise KafkaClientError(f"Fetch {topic}-{partition} at {offset}: {error.name}")
         diverging = answer.diverging_epoch
         if diverging is not None and diverging.epoch >= 0:
             raise DivergedError(topic, partition, offset, last_epoch, diverging.end_offset)

@@ -53,6 +53,7 @@ class SourceOptions:
     include_headers: bool = False
     fail_on_data_loss: bool = True
     request_timeout_s: float = 30.0
+    api_timeout_s: float = 60.0
     fetch_max_bytes: int = 50 << 20
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
@@ -116,6 +117,8 @@ def parse_source_options(raw: Mapping[str, str]) -> SourceOptions:
         fail_on_data_loss=_bool("failOnDataLoss", options.get("failondataloss", "true")),
         request_timeout_s=_positive("kafka.request.timeout.ms",
                                     options.get("kafka.request.timeout.ms", "30000")) / 1000,
+        api_timeout_s=_positive("kafka.default.api.timeout.ms",
+                                options.get("kafka.default.api.timeout.ms", "60000")) / 1000,
         fetch_max_bytes=_positive("kafka.fetch.max.bytes", options.get("kafka.fetch.max.bytes", str(50 << 20))),
         max_offsets_per_trigger=_optional_positive("maxOffsetsPerTrigger", options.get("maxoffsetspertrigger")),
         min_partitions=_optional_positive("minPartitions", options.get("minpartitions")))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from epoch_broker.spark.kafka import Cluster, DivergedError, KafkaReadError, StoredRecord, TopicPartition
+from epoch_broker.spark.kafka import Cluster, DivergedError, KafkaClientError, StoredRecord, TopicPartition
 from epoch_broker.spark.options import EARLIEST, LATEST, OptionError, Position, SourceOptions, parse_source_options
 from pyspark.sql.datasource import (
     DataSource,
@@ -65,6 +65,7 @@ class RangePartition(InputPartition):
     include_headers: bool
     fail_on_data_loss: bool
     timeout_s: float
+    deadline_s: float
     max_bytes: int
 
 
@@ -102,7 +103,7 @@ class KafkaEpochDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from epoch_broker.spark.sink import BatchWriter
 
-        return BatchWriter(dict(self.options), schema)
+        return BatchWriter(dict(self.options), schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from epoch_broker.spark.sink import StreamWriter
@@ -121,7 +122,7 @@ class BatchReader(DataSourceReader):
         self.options = options
 
     def partitions(self) -> Sequence[InputPartition]:
-        with Cluster(self.options.bootstrap, self.options.request_timeout_s) as cluster:
+        with cluster_of(self.options) as cluster:
             return tasks(self.options, plan_ranges(cluster, self.options))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -133,8 +134,12 @@ def tasks(options: SourceOptions, ranges: list[Range]) -> list[InputPartition]:
     pieces = split_ranges([r for r in ranges if r.end > r.start], options.min_partitions or 0)
     return [RangePartition(options.bootstrap, r.topic, r.partition, r.start, r.end, r.start_epoch, r.end_epoch,
                            options.include_headers, options.fail_on_data_loss, options.request_timeout_s,
-                           options.fetch_max_bytes) for r in pieces] or [
-        RangePartition(options.bootstrap, "", -1, 0, 0, -1, -1, options.include_headers, True, 1.0, 0)]
+                           options.api_timeout_s, options.fetch_max_bytes) for r in pieces] or [
+        RangePartition(options.bootstrap, "", -1, 0, 0, -1, -1, options.include_headers, True, 1.0, 1.0, 0)]
+
+
+def cluster_of(options: SourceOptions) -> Cluster:
+    return Cluster(options.bootstrap, options.request_timeout_s, options.api_timeout_s)
 
 
 def split_ranges(ranges: list[Range], min_partitions: int) -> list[Range]:
@@ -157,7 +162,7 @@ def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     if partition.end <= partition.start:
         return
     last: StoredRecord | None = None
-    with Cluster(partition.bootstrap, partition.timeout_s) as cluster:
+    with Cluster(partition.bootstrap, partition.timeout_s, partition.deadline_s) as cluster:
         cluster.refresh()
         try:
             for records in cluster.read(partition.topic, partition.partition, partition.start, partition.end,
@@ -166,7 +171,7 @@ def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
                 yield to_arrow(partition.topic, partition.partition, records, partition.include_headers)
         except DivergedError as exc:
             if partition.fail_on_data_loss:
-                raise KafkaReadError(f"{exc} while reading [{partition.start}, {partition.end}) "
+                raise KafkaClientError(f"{exc} while reading [{partition.start}, {partition.end}) "
                                      "(failOnDataLoss=false reads on)") from exc
             log.warning("%s; the next micro-batch resumes there (failOnDataLoss=false)", exc)
             return
@@ -176,7 +181,7 @@ def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
                    f"epoch {partition.end_epoch} but holds a record of epoch {last.leader_epoch}: the log was "
                    "truncated and rewritten while the query read it")
         if partition.fail_on_data_loss:
-            raise KafkaReadError(message)
+            raise KafkaClientError(message)
         log.warning("%s (failOnDataLoss=false reads on)", message)
 
 
@@ -229,7 +234,7 @@ def _list_offsets(cluster: Cluster, wanted: list[TopicPartition], timestamp: int
                   ) -> dict[TopicPartition, tuple[int, int]]:
     try:
         return cluster.list_offsets(wanted, timestamp)
-    except KafkaReadError as exc:
+    except KafkaClientError as exc:
         raise ValueError(f"{NAME}: {exc}") from exc
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 from epoch_broker.spark.kafka import Cluster, TopicPartition
 from epoch_broker.spark.options import EARLIEST, LATEST, Position, SourceOptions
-from epoch_broker.spark.source import NAME, Range, read_range, starting_positions, tasks
+from epoch_broker.spark.source import NAME, Range, cluster_of, read_range, starting_positions, tasks
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
@@ -80,7 +80,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def cluster(self) -> Cluster:
         if self._cluster is None:
-            self._cluster = Cluster(self.options.bootstrap, self.options.request_timeout_s)
+            self._cluster = cluster_of(self.options)
         return self._cluster
 
     def stop(self) -> None:

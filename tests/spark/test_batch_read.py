@@ -3,12 +3,15 @@ confluent-kafka consumer reads from the same topic of a real broker process."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 
-from tests.helpers import BrokerProcess
+from tests.helpers import REPO, BrokerProcess
 from tests.spark.support import consumed, create
 
 pytestmark = pytest.mark.slow
@@ -100,3 +103,22 @@ def test_min_partitions_splits_ranges_into_more_tasks_and_timestamps_choose_the_
         reader.option("startingTimestamp", "1800000000000").load().collect()
     assert reader.option("startingTimestamp", "1800000000000").option(
         "startingOffsetsByTimestampStrategy", "latest").load().count() == 0
+
+
+def test_executors_in_processes_of_their_own_read_the_topic(broker: BrokerProcess) -> None:
+    """local-cluster[2,1,1024]: two executor JVMs besides the driver; the tasks share nothing with the driver but
+    their InputPartition."""
+    topic = "spark-executors"
+    create(broker.bootstrap, topic, 2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(200):
+        producer.produce(topic, b"v%d" % i, partition=i % 2)
+    assert producer.flush(30) == 0
+    job = subprocess.run([sys.executable, "-m", "tests.spark.jobs", "executors", broker.bootstrap, topic],
+                         capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert job.returncode == 0, job.stderr[-3000:]
+    result = json.loads(job.stdout.strip().splitlines()[-1])
+    expected = sorted([row[3], row[4], row[1].decode(), row[8]] for row in consumed(broker.bootstrap, topic, 2))
+    assert result["rows"] == expected and len(expected) == 200
+    assert len(result["jvms"]) == 2
+    assert all(jvm.endswith("org.apache.spark.executor.CoarseGrainedExecutorBackend") for jvm in result["jvms"])

@@ -51,7 +51,7 @@ def test_available_now_to_parquet_then_a_new_spark_process_resumes_from_the_chec
         topic: {str(p): {"offset": 20, "leaderEpoch": 0} for p in range(partitions)}}
 
     produce(broker.bootstrap, topic, [b"second %d" % i for i in range(40)], partitions)
-    job = subprocess.run([sys.executable, "-m", "tests.spark.stream_job", broker.bootstrap, topic, str(output),
+    job = subprocess.run([sys.executable, "-m", "tests.spark.jobs", "resume", broker.bootstrap, topic, str(output),
                           str(checkpoint)], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert job.returncode == 0, job.stderr[-3000:]
     assert "read 40 rows" in job.stdout

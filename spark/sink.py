@@ -1,0 +1,378 @@
+"""The `kafka-epoch` sink: batch and streaming writes of DataFrames to topics, with the options and columns of
+Spark's Kafka connector (spark-sql-kafka-0-10), so that a pipeline changes only the format name.
+
+Columns: `value` (binary or string, required, may be null), `key` (binary or string, nullable), `topic` (string),
+`partition` (int, nullable), `headers` (array<struct<key string, value binary>>); others are ignored. Strings are
+written UTF-8. Options: `kafka.bootstrap.servers` (required), `topic` (when set, every row goes there, as the
+connector's option overrides the column), `kafka.compression.type`, `kafka.request.timeout.ms` (one attempt),
+`kafka.delivery.timeout.ms` (a batch with its retries), `kafka.batch.size`; unknown options are ignored, as the
+connector does.
+
+Rules:
+- Options and columns are checked in the writer's constructor, which runs on the driver: a bad one is one
+  ValueError naming it, before any task runs.
+- Each Spark task (`write()` call) is one idempotent producer, as the Java producer's defaults make it: its own
+  producer id (InitProducerId), acks=all, per-partition sequence numbers from 0. A retriable error (leader
+  moved or not ready, fenced or unknown leader epoch, timeout, too few in-sync replicas, lost connection)
+  refreshes the metadata and resends the same bytes with the same sequence, until the delivery timeout; the
+  leader drops a batch it already has (answering NONE or DUPLICATE_SEQUENCE_NUMBER), so a retry never writes
+  twice. Any other error fails the task naming the topic, partition and error.
+- Rows land where the Java client and librdkafka's murmur2_random put them: the `partition` column if set,
+  else keyed rows on murmur2(key) & 0x7fffffff mod the partition count. Rows without a key stick to one
+  partition, chosen at random, until its batch is closed (the Java producer's sticky partitioner, KIP-480).
+- Per partition, batches go in order with one in flight; one Produce request per leader carries the next
+  batch of every partition it leads. Memory stays bounded: input Arrow batches are streamed, a batch is closed
+  at `kafka.batch.size` bytes, and everything open is sent past BUFFER_BYTES.
+- A failed task is retried by Spark with a new producer id, and records it had written stay: writes are
+  at-least-once, batch and streaming alike, as the connector's are. commit() and abort() have nothing to undo.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from epoch_broker.client.blocking import BlockingKafkaClient
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import init_producer_id, produce
+from epoch_broker.protocol.records import BATCH_HEADER_SIZE, Compression, build_batch
+from epoch_broker.spark.kafka import BACKOFF_S, RETRIABLE, Cluster, KafkaClientError, Leader, Retry
+from epoch_broker.spark.options import OptionError
+from epoch_broker.spark.source import NAME
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+PRODUCE_VERSION, INIT_PRODUCER_ID_VERSION = 9, 4
+ACKS_ALL = -1
+# The producer's retriable errors: the reader's, plus those only a write gets. UNKNOWN_TOPIC_OR_PARTITION is
+# transient on a broker whose metadata has not caught up with a topic just created.
+WRITE_RETRIABLE = RETRIABLE | {ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                               ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+# The leader already has the batch: the write succeeded (Kafka answers NONE with the original offset; older
+# brokers DUPLICATE_SEQUENCE_NUMBER).
+WRITTEN = frozenset({ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER})
+COORDINATOR_RETRIABLE = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                                   ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
+CODECS = {codec.name.lower(): codec for codec in Compression}
+BUFFER_BYTES = 32 << 20  # the Java producer's buffer.memory
+# The most a record adds to a batch beyond its key, value and header bytes (varints at their widest), and per
+# header: so that a batch closed at batch.size bytes by this estimate is no bigger.
+RECORD_OVERHEAD, HEADER_OVERHEAD = 36, 10
+SEQUENCE_MODULUS = 1 << 31  # sequences wrap at Int.MaxValue, as Kafka's do
+
+TopicPartition = tuple[str, int]
+Headers = list[tuple[str, bytes | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    bootstrap: str
+    topic: str | None = None
+    compression: Compression = Compression.NONE
+    request_timeout_s: float = 30.0
+    delivery_timeout_s: float = 120.0
+    batch_size: int = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """Where each column the sink reads sits in the input (None: absent)."""
+
+    value: int
+    key: int | None
+    topic: int | None
+    partition: int | None
+    headers: int | None
+
+
+@dataclass
+class WriteCommit(WriterCommitMessage):
+    """What one task wrote: its producer id and the records written per (topic, partition)."""
+
+    producer_id: int
+    records: dict[TopicPartition, int]
+
+
+def parse_sink_options(raw: Mapping[str, str]) -> SinkOptions:
+    options = {key.lower(): value for key, value in raw.items()}
+    bootstrap = options.get("kafka.bootstrap.servers", "").strip()
+    if not bootstrap:
+        raise OptionError("option kafka.bootstrap.servers is required")
+    topic = options.get("topic")
+    if topic is not None and not topic.strip():
+        raise OptionError("option topic must name a topic")
+    codec = options.get("kafka.compression.type", "none").strip().lower()
+    if codec not in CODECS:
+        raise OptionError(f"option kafka.compression.type must be one of {', '.join(CODECS)}, not {codec!r}")
+    return SinkOptions(bootstrap, topic.strip() if topic else None, CODECS[codec],
+                       _count(options, "kafka.request.timeout.ms", 30000, 1) / 1000,
+                       _count(options, "kafka.delivery.timeout.ms", 120000, 1) / 1000,
+                       _count(options, "kafka.batch.size", 1 << 20, 0))
+
+
+def _count(options: Mapping[str, str], name: str, default: int, least: int) -> int:
+    text = options.get(name, str(default))
+    value = int(text) if text.strip().lstrip("-").isdigit() else None
+    if value is None or value < least:
+        raise OptionError(f"option {name} must be an integer of at least {least}, not {text!r}")
+    return value
+
+
+def columns_of(schema: StructType, options: SinkOptions) -> Columns:
+    """The input's columns the sink reads, found by name as Spark's default resolver does (case-insensitive),
+    each of a type the connector accepts (nullability aside)."""
+    found = {f.name.lower(): (index, f.dataType.simpleString()) for index, f in enumerate(schema.fields)}
+
+    def column(name: str, *accepted: str) -> int | None:
+        if name not in found:
+            return None
+        index, data_type = found[name]
+        if data_type not in accepted:
+            raise OptionError(f"column {name} must be {' or '.join(accepted)}, not {data_type}")
+        return index
+
+    value = column("value", "binary", "string")
+    if value is None:
+        raise OptionError("the DataFrame needs a value column (binary or string)")
+    topic = column("topic", "string")
+    if topic is None and options.topic is None:
+        raise OptionError("give the option topic or a topic column (string)")
+    return Columns(value, column("key", "binary", "string"), topic, column("partition", "int"),
+                   column("headers", "array<struct<key:string,value:binary>>"))
+
+
+def _checked(options: Mapping[str, str], schema: StructType) -> tuple[SinkOptions, Columns]:
+    try:
+        parsed = parse_sink_options(options)
+        return parsed, columns_of(schema, parsed)
+    except OptionError as exc:
+        raise ValueError(f"{NAME}: {exc}") from exc
+
+
+class BatchWriter(DataSourceArrowWriter):
+    """`df.write.format("kafka-epoch").mode("append")`: each task produces its rows; commit and abort are
+    no-ops. Overwrite is refused, as the connector refuses it: a topic cannot be emptied by a write."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool = False) -> None:
+        if overwrite:
+            raise ValueError(f"{NAME}: save mode Overwrite is not allowed (a topic is only appended to); "
+                             "use mode append")
+        self.options, self.columns = _checked(options, schema)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCommit:
+        return write_all(self.options, self.columns, iterator)
+
+
+class StreamWriter(DataSourceStreamArrowWriter):
+    """`df.writeStream.format("kafka-epoch")`: each micro-batch's tasks produce as a batch write does
+    (at-least-once: a micro-batch run again after a failure writes its rows again)."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.options, self.columns = _checked(options, schema)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCommit:
+        return write_all(self.options, self.columns, iterator)
+
+
+def write_all(options: SinkOptions, columns: Columns, batches: Iterator[pa.RecordBatch]) -> WriteCommit:
+    """One task: produce every row of `batches`, streamed, and wait until all are acknowledged."""
+    with Cluster(options.bootstrap, options.request_timeout_s, options.delivery_timeout_s) as cluster:
+        cluster.refresh()
+        producer = IdempotentProducer(cluster, options)
+        for batch in batches:
+            for topic, partition, key, value, headers in rows_of(batch, columns, options.topic):
+                producer.append(topic, partition, key, value, headers)
+            producer.send(everything=producer.buffered > BUFFER_BYTES)
+        producer.send(everything=True)
+        return WriteCommit(producer.producer_id, producer.written)
+
+
+def rows_of(batch: pa.RecordBatch, columns: Columns, topic_option: str | None
+            ) -> Iterator[tuple[str, int | None, bytes | None, bytes | None, Headers]]:
+    """(topic, partition or None, key, value, headers) of each row, strings encoded UTF-8."""
+    def values(index: int | None) -> list[Any]:
+        return batch.column(index).to_pylist() if index is not None else [None] * batch.num_rows
+
+    topics = [topic_option] * batch.num_rows if topic_option is not None else values(columns.topic)
+    for value, key, topic, partition, headers in zip(values(columns.value), values(columns.key), topics,
+                                                     values(columns.partition), values(columns.headers),
+                                                     strict=True):
+        if topic is None:
+            raise KafkaClientError("a row has a null topic: set the topic option, or a topic in every row")
+        if headers and any(header["key"] is None for header in headers):
+            raise KafkaClientError(f"a row for topic {topic} has a header with a null key")
+        yield (topic, partition, _bytes(key), _bytes(value),
+               [(header["key"], header["value"]) for header in headers or ()])
+
+
+def _bytes(data: bytes | str | None) -> bytes | None:
+    return data.encode() if isinstance(data, str) else data
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2, seed 0x9747b28c) as an unsigned 32-bit
+    integer; Java's signed result has the same low 31 bits, which are all the partitioner uses."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    length = len(data)
+    h = 0x9747B28C ^ length
+    for (k,) in struct.iter_unpack("<I", data[: length & ~3]):
+        k = (k * m) & mask
+        k ^= k >> 24
+        h = ((h * m) & mask) ^ ((k * m) & mask)
+    tail = data[length & ~3:]
+    if tail:
+        h ^= int.from_bytes(tail, "little")
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    return h ^ (h >> 15)
+
+
+@dataclass(slots=True)
+class OpenBatch:
+    records: list[tuple[bytes | None, bytes | None, Headers, None]] = field(default_factory=list)
+    size: int = BATCH_HEADER_SIZE
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedBatch:
+    """A batch encoded with its producer id and sequence: retries send these very bytes."""
+
+    data: bytearray
+    count: int
+
+
+class IdempotentProducer:
+    """One task's producer: records are appended to an open batch per partition, closed batches wait in a
+    queue per partition, and `send` drains the queues, one batch per partition in flight."""
+
+    def __init__(self, cluster: Cluster, options: SinkOptions) -> None:
+        self.cluster = cluster
+        self.options = options
+        self.producer_id = self.producer_epoch = -1
+        self.sequences: dict[TopicPartition, int] = {}
+        self.open: dict[TopicPartition, OpenBatch] = {}
+        self.closed: dict[TopicPartition, deque[ClosedBatch]] = {}
+        self.sticky: dict[str, int] = {}
+        self.buffered = 0
+        self.written: dict[TopicPartition, int] = {}
+
+    def append(self, topic: str, partition: int | None, key: bytes | None, value: bytes | None,
+               headers: Headers) -> None:
+        count = self._partition_count(topic)
+        if partition is None:
+            if key is not None:
+                partition = (murmur2(key) & 0x7FFFFFFF) % count
+            else:
+                partition = self.sticky.setdefault(topic, random.randrange(count))
+        elif not 0 <= partition < count:
+            raise KafkaClientError(f"{topic}-{partition}: no such partition ({topic} has {count})")
+        size = (RECORD_OVERHEAD + len(key or b"") + len(value or b"")
+                + sum(HEADER_OVERHEAD + len(k.encode()) + len(v or b"") for k, v in headers))
+        batch = self.open.get((topic, partition))
+        if batch is not None and batch.size + size > self.options.batch_size:
+            self._close(topic, partition)
+            batch = None
+        if batch is None:
+            batch = self.open[(topic, partition)] = OpenBatch()
+        batch.records.append((key, value, headers, None))  # timestamp None: now, when the batch is built
+        batch.size += size
+        self.buffered += size
+
+    def send(self, everything: bool) -> None:
+        """Send every closed batch (and, if `everything`, every open one), returning when all are written."""
+        if everything:
+            for topic, partition in list(self.open):
+                self._close(topic, partition)
+        while self.closed:
+            self._send_heads()
+
+    def _send_heads(self) -> None:
+        """Send the next batch of every partition, one Produce request per leader, until all are written."""
+        heads = {tp: queue[0] for tp, queue in self.closed.items()}
+        refused: dict[TopicPartition, str] = {}
+        try:
+            written = self.cluster.with_leaders(
+                list(heads), lambda client, share: self._produce(client, share, heads, refused))
+        except KafkaClientError as exc:  # the last answers of the partitions given up on say more
+            answers = "".join(f"; {t}-{p} answered {why}" for (t, p), why in refused.items())
+            raise KafkaClientError(f"Produce {exc}{answers}") from exc
+        for tp, count in written.items():
+            queue = self.closed[tp]
+            queue.popleft()
+            if not queue:
+                del self.closed[tp]
+            self.written[tp] = self.written.get(tp, 0) + count
+
+    def _produce(self, client: BlockingKafkaClient, share: dict[TopicPartition, Leader],
+                 heads: dict[TopicPartition, ClosedBatch], refused: dict[TopicPartition, str]
+                 ) -> dict[TopicPartition, int]:
+        """One Produce request to a leader with the next batch of each partition it leads: the records written
+        per partition; those with a retriable error (noted in `refused`) are left out, to be sent again."""
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition), leader in share.items():
+            by_topic.setdefault(topic, []).append(produce.REQUEST.PartitionProduceData(
+                index=partition, records=heads[(topic, partition)].data, current_leader_epoch=leader.leader_epoch))
+        response = client.request(produce.API, PRODUCE_VERSION, produce.REQUEST.cls(
+            transactional_id=None, acks=ACKS_ALL, timeout_ms=int(self.options.request_timeout_s * 1000),
+            topic_data=[produce.REQUEST.TopicProduceData(name=topic, partition_data=data)
+                        for topic, data in by_topic.items()]))
+        written: dict[TopicPartition, int] = {}
+        for topic in response.responses:
+            for answer in topic.partition_responses:
+                error = ErrorCode(answer.error_code)
+                why = f"{error.name}{f' ({answer.error_message})' if answer.error_message else ''}"
+                if error in WRITTEN:
+                    written[(topic.name, answer.index)] = heads[(topic.name, answer.index)].count
+                elif error in WRITE_RETRIABLE:
+                    refused[(topic.name, answer.index)] = why
+                else:
+                    raise KafkaClientError(f"Produce {topic.name}-{answer.index}: {why}")
+        return written
+
+    def _close(self, topic: str, partition: int) -> None:
+        """Encode the open batch of a partition with the next sequence and queue it."""
+        batch = self.open.pop((topic, partition))
+        if self.producer_id < 0:
+            self._init_producer_id(topic, partition)
+        sequence = self.sequences.get((topic, partition), 0)
+        self.sequences[(topic, partition)] = (sequence + len(batch.records)) % SEQUENCE_MODULUS
+        data = build_batch(batch.records, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                           base_sequence=sequence, compression=self.options.compression)
+        self.closed.setdefault((topic, partition), deque()).append(ClosedBatch(data, len(batch.records)))
+        self.buffered -= batch.size - BATCH_HEADER_SIZE
+        if self.sticky.get(topic) == partition:
+            del self.sticky[topic]  # the next records without a key pick a partition afresh
+
+    def _init_producer_id(self, topic: str, partition: int) -> None:
+        """A new producer id for this task, asked of the leader of the first partition written (any broker
+        answers InitProducerId without a transactional id)."""
+        def ask(client: BlockingKafkaClient, _: Leader) -> tuple[int, int]:
+            answer = client.request(init_producer_id.API, INIT_PRODUCER_ID_VERSION, init_producer_id.REQUEST.cls(
+                transactional_id=None, transaction_timeout_ms=-1))
+            error = ErrorCode(answer.error_code)
+            if error in COORDINATOR_RETRIABLE:
+                raise Retry(f"InitProducerId: {error.name}")
+            if error != ErrorCode.NONE:
+                raise KafkaClientError(f"InitProducerId: {error.name}")
+            return answer.producer_id, answer.producer_epoch
+
+        self.producer_id, self.producer_epoch = self.cluster.with_leader(topic, partition, ask)
+
+    def _partition_count(self, topic: str) -> int:
+        """The topic's partition count, waiting up to the request timeout for a topic not in the metadata yet
+        (one just created elsewhere)."""
+        deadline = time.monotonic() + self.options.request_timeout_s
+        while (partitions := self.cluster.partitions.get(topic)) is None:
+            if time.monotonic() >= deadline:
+                raise KafkaClientError(f"topic {topic} does not exist (not in the metadata within "
+                                      f"{self.options.request_timeout_s:.0f} s)")
+            time.sleep(BACKOFF_S)
+            self.cluster.refresh()
+        return len(partitions)
