@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,24 +18,9 @@ from epoch_broker.drill import launcher
 from epoch_broker.drill.admin import AdminError, fetch_metadata
 
 from tests.cluster.support import Cluster, create_topic, produce, wait_for, wait_state
-from tests.helpers import LISTEN_PORTS, REPO
+from tests.helpers import REPO, free_base_port
 
 pytestmark = pytest.mark.slow
-
-
-def free_base_port(brokers: int) -> int:
-    """A base port whose broker ports (base+i) and controller port (base+100) are all free, below the kernel's
-    ephemeral range (as tests/helpers.free_port: no client's outgoing connection can take one meanwhile)."""
-    for _ in range(100):
-        base = random.randrange(LISTEN_PORTS.start, LISTEN_PORTS.stop - launcher.CONTROLLER_PORT_OFFSET - 1)
-        try:
-            for port in [base + i for i in range(brokers)] + [base + launcher.CONTROLLER_PORT_OFFSET]:
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free base port")
 
 
 def epoch_broker(*args: str) -> subprocess.CompletedProcess[str]:
