@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.helpers import wait_for
@@ -21,6 +21,14 @@ T = TypeVar("T")
 def create(bootstrap: str, topic: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: the futures need the handle alive
     admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes], partitions: int) -> None:
+    """`values` spread over the partitions in turn (value i to partition i % partitions)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i, value in enumerate(values):
+        producer.produce(topic, value, partition=i % partitions)
+    assert producer.flush(30) == 0
 
 
 def consumed(bootstrap: str, topic: str, partitions: int) -> list[tuple[Any, ...]]:

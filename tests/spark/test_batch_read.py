@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.helpers import REPO, BrokerProcess
-from tests.spark.support import consumed, create
+from tests.spark.support import consumed, create, produce
 
 pytestmark = pytest.mark.slow
 
@@ -56,10 +56,7 @@ def test_a_batch_read_gives_every_record_with_every_column_as_a_consumer_sees_it
 def test_offset_options_and_assign_choose_the_range(spark: Any, broker: BrokerProcess) -> None:
     topic = "spark-range"
     create(broker.bootstrap, topic, 2)
-    producer = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(10):
-        producer.produce(topic, b"%d" % i, partition=i % 2)
-    assert producer.flush(30) == 0
+    produce(broker.bootstrap, topic, [b"%d" % i for i in range(10)], 2)
     frame = (spark.read.format("kafka-epoch").option("kafka.bootstrap.servers", broker.bootstrap)
              .option("assign", f'{{"{topic}": [1]}}')
              .option("startingOffsets", f'{{"{topic}": {{"1": 1}}}}')
@@ -110,10 +107,7 @@ def test_executors_in_processes_of_their_own_read_the_topic(broker: BrokerProces
     their InputPartition."""
     topic = "spark-executors"
     create(broker.bootstrap, topic, 2)
-    producer = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(200):
-        producer.produce(topic, b"v%d" % i, partition=i % 2)
-    assert producer.flush(30) == 0
+    produce(broker.bootstrap, topic, [b"v%d" % i for i in range(200)], 2)
     job = subprocess.run([sys.executable, "-m", "tests.spark.jobs", "executors", broker.bootstrap, topic],
                          capture_output=True, text=True, timeout=300, cwd=REPO)
     assert job.returncode == 0, job.stderr[-3000:]

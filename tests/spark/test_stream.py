@@ -12,20 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from tests.helpers import REPO, BrokerProcess
-from tests.spark.support import Collected, consumed, create, stream, wait_until
+from tests.spark.support import Collected, consumed, create, produce, stream, wait_until
 
 pytestmark = pytest.mark.slow
-
-
-def produce(bootstrap: str, topic: str, values: list[bytes], partitions: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for i, value in enumerate(values):
-        producer.produce(topic, value, partition=i % partitions)
-    assert producer.flush(30) == 0
 
 
 def last_checkpoint_offsets(checkpoint: Path) -> dict[str, Any]:
