@@ -279,9 +279,11 @@ class Cluster:
                 raise KafkaClientError(f"{topic}-{partition}: no records at offset {offset} although the high "
                                      f"watermark is at least {end}")
             records = [r for r in chunk if start <= r.record.offset < end]
+            del chunk  # one fetch decoded at a time: nothing of this one stays while the next is decoded
+            offset = next_offset
             if records:
                 yield records
-            offset = next_offset
+            del records
 
     def _fetch(self, client: BlockingKafkaClient, leader: Leader, topic: str, partition: int, offset: int,
                last_epoch: int, max_bytes: int, fail_on_data_loss: bool) -> tuple[list[StoredRecord], int, int]:

@@ -11,6 +11,8 @@ Rules:
   `{"topic": {"0": ms}}`) win over `startingOffsets`, in that order, as in the connector: each partition starts
   at its first record with a timestamp at or after it. Where there is none, `startingOffsetsByTimestampStrategy`
   says: `error` (the default) or `latest`.
+- A task fetches at most `kafka.max.partition.fetch.bytes` (1 MiB, the Java consumer's default) and decodes
+  one fetch at a time: a worker's memory does not grow with the partition (50 MiB fetches made it).
 - `maxOffsetsPerTrigger` caps a micro-batch (shared between partitions in proportion to what each has waiting);
   `minPartitions` splits the largest ranges until there are at least that many Spark tasks.
 - Option names are case-insensitive (Spark hands them over that way). A bad option raises OptionError with one
@@ -55,6 +57,7 @@ class SourceOptions:
     request_timeout_s: float = 30.0
     api_timeout_s: float = 60.0
     fetch_max_bytes: int = 50 << 20
+    max_partition_fetch_bytes: int = 1 << 20  # the Java consumer's default: a task holds about this much at once
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
 
@@ -120,6 +123,8 @@ def parse_source_options(raw: Mapping[str, str]) -> SourceOptions:
         api_timeout_s=_positive("kafka.default.api.timeout.ms",
                                 options.get("kafka.default.api.timeout.ms", "60000")) / 1000,
         fetch_max_bytes=_positive("kafka.fetch.max.bytes", options.get("kafka.fetch.max.bytes", str(50 << 20))),
+        max_partition_fetch_bytes=_positive("kafka.max.partition.fetch.bytes",
+                                            options.get("kafka.max.partition.fetch.bytes", str(1 << 20))),
         max_offsets_per_trigger=_optional_positive("maxOffsetsPerTrigger", options.get("maxoffsetspertrigger")),
         min_partitions=_optional_positive("minPartitions", options.get("minpartitions")))
 

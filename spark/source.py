@@ -134,7 +134,8 @@ def tasks(options: SourceOptions, ranges: list[Range]) -> list[InputPartition]:
     pieces = split_ranges([r for r in ranges if r.end > r.start], options.min_partitions or 0)
     return [RangePartition(options.bootstrap, r.topic, r.partition, r.start, r.end, r.start_epoch, r.end_epoch,
                            options.include_headers, options.fail_on_data_loss, options.request_timeout_s,
-                           options.api_timeout_s, options.fetch_max_bytes) for r in pieces] or [
+                           options.api_timeout_s, min(options.fetch_max_bytes, options.max_partition_fetch_bytes))
+            for r in pieces] or [
         RangePartition(options.bootstrap, "", -1, 0, 0, -1, -1, options.include_headers, True, 1.0, 1.0, 0)]
 
 
@@ -168,7 +169,9 @@ def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
             for records in cluster.read(partition.topic, partition.partition, partition.start, partition.end,
                                         partition.max_bytes, partition.fail_on_data_loss, partition.start_epoch):
                 last = records[-1]
-                yield to_arrow(partition.topic, partition.partition, records, partition.include_headers)
+                batch = to_arrow(partition.topic, partition.partition, records, partition.include_headers)
+                del records  # not alive while the next fetch is decoded
+                yield batch
         except DivergedError as exc:
             if partition.fail_on_data_loss:
                 raise KafkaClientError(f"{exc} while reading [{partition.start}, {partition.end}) "
