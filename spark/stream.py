@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-from epoch_broker.spark.kafka import Cluster, TopicPartition
+from epoch_broker.spark.kafka import BACKOFF_S, Cluster, TopicPartition
 from epoch_broker.spark.options import EARLIEST, LATEST, Position, SourceOptions
 from epoch_broker.spark.source import NAME, Range, cluster_of, read_range, starting_positions, tasks
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -111,6 +112,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         stored, _ = offsets_from_json(start)
         cluster = self.cluster
         wanted = self.options.partitions_in(cluster.refresh())
+        if not set(stored) <= set(wanted):  # gone, or a metadata answer caught mid-change: ask once more
+            time.sleep(BACKOFF_S)
+            wanted = self.options.partitions_in(cluster.refresh())
         self._drop_deleted(stored, set(wanted))
         log_starts = {tp: offset for tp, (offset, _) in cluster.list_offsets(wanted, EARLIEST).items()}
         high_watermarks = {tp: offset for tp, (offset, _) in cluster.list_offsets(wanted, LATEST).items()}

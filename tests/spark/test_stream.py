@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewPartitions
+from pyspark.errors import StreamingQueryException
 
 from tests.helpers import REPO, BrokerProcess
 from tests.spark.support import Collected, consumed, create, produce, stream, wait_until
@@ -94,3 +95,31 @@ def test_subscribe_pattern_picks_up_a_new_topic_and_added_partitions(spark: Any,
     # the added partitions were read from their first offset
     assert sorted((t, p, o) for t, p, o, _ in collected.snapshot() if t == "pattern-a" and p > 0) == [
         ("pattern-a", p, o) for p in (1, 2) for o in range(2)]
+
+
+def test_a_deleted_topic_is_data_loss_and_false_reads_on_without_it(spark: Any, broker: BrokerProcess,
+                                                                    tmp_path: Path) -> None:
+    create(broker.bootstrap, "doomed", 1)
+    create(broker.bootstrap, "kept", 1)
+    produce(broker.bootstrap, "doomed", [b"d"] * 3, 1)
+    produce(broker.bootstrap, "kept", [b"k"] * 2, 1)
+
+    def run(fail_on_data_loss: str) -> Any:
+        query = (stream(spark, broker.bootstrap, subscribePattern="doomed|kept", failOnDataLoss=fail_on_data_loss)
+                 .writeStream.format("parquet").option("path", str(tmp_path / "out"))
+                 .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+        try:
+            query.awaitTermination(120)
+        except StreamingQueryException as exc:
+            return exc
+        return None
+
+    assert run("true") is None
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics(["doomed"])["doomed"].result(30)
+    produce(broker.bootstrap, "kept", [b"k2"], 1)
+    error = run("true")
+    assert error is not None and "data loss: doomed-0 (at offset 3): no longer in the cluster" in str(error)
+    assert run("false") is None
+    assert sorted((r.topic, r.offset) for r in spark.read.parquet(str(tmp_path / "out")).collect()) == [
+        ("doomed", 0), ("doomed", 1), ("doomed", 2), ("kept", 0), ("kept", 1), ("kept", 2)]
