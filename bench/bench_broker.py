@@ -27,6 +27,7 @@ from bench.common import (
     alternate_runs,
     fmt_spread,
     print_table,
+    send_all,
     spread,
     start_ours,
     start_tansu,
@@ -81,32 +82,11 @@ def payload_of(size: int, compression: str) -> bytes:
 
 def produce(bootstrap: str, topic: str, size: int, count: int, partitions: int, compression: str = "none") -> float:
     """Send count messages of size bytes round-robin over the partitions; return seconds until all acked."""
-    p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5, "batch.size": 1_000_000,
-                  "queue.buffering.max.kbytes": 512 * 1024, "queue.buffering.max.messages": 1_000_000,
-                  "compression.type": compression})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5, "batch.size": 1_000_000,
+                         "queue.buffering.max.kbytes": 512 * 1024, "queue.buffering.max.messages": 1_000_000,
+                         "compression.type": compression})
     payload = payload_of(size, compression)
-    failed: list[str] = []
-
-    def on_delivery(err: object, _msg: object) -> None:
-        if err is not None:
-            failed.append(str(err))
-
-    t0 = time.perf_counter()
-    for i in range(count):
-        while True:
-            try:
-                p.produce(topic, payload, partition=i % partitions, on_delivery=on_delivery)
-                break
-            except BufferError:
-                p.poll(0.01)
-        if i % 10_000 == 0:
-            p.poll(0)
-    if p.flush(300) != 0:
-        raise RuntimeError("produce did not finish in 300 s")
-    elapsed = time.perf_counter() - t0
-    if failed:
-        raise RuntimeError(f"{len(failed)} produce errors, first: {failed[0]}")
-    return elapsed
+    return send_all(producer, topic, count, partitions, lambda _: payload)
 
 
 def consume(bootstrap: str, topic: str, count: int, partitions: int) -> float:

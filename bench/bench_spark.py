@@ -55,7 +55,7 @@ import psutil
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
 from bench.bench_broker import create_topic
-from bench.common import fmt_spread, print_table, spread, start_ours, write_results
+from bench.common import Sampler, fmt_spread, print_table, send_all, spread, start_ours, write_results
 
 PARTITIONS = 4
 VALUE_SIZE = 100
@@ -98,25 +98,7 @@ def produce(bootstrap: str, topic: str, count: int, compression: str) -> float:
     """Send count records round-robin over the partitions (equal ranges for endingOffsets); seconds to all acked."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "compression.type": compression})
     pool = values(count)
-    failed: list[str] = []
-
-    def on_delivery(err: object, _msg: object) -> None:
-        if err is not None:
-            failed.append(str(err))
-
-    started = time.perf_counter()
-    for i in range(count):
-        while True:
-            try:
-                producer.produce(topic, pool[i % len(pool)], partition=i % PARTITIONS, on_delivery=on_delivery)
-                break
-            except BufferError:  # the local queue is full (100,000 messages by default): let it drain
-                producer.poll(0.01)
-    if producer.flush(300) != 0:
-        raise RuntimeError("produce did not finish in 300 s")
-    if failed:
-        raise RuntimeError(f"{len(failed)} produce errors, first: {failed[0]}")
-    return time.perf_counter() - started
+    return send_all(producer, topic, count, PARTITIONS, lambda i: pool[i % len(pool)])
 
 
 def spark_session(java_options: str) -> Any:
@@ -187,39 +169,27 @@ def consumer_rate(bootstrap: str, topic: str, **config: Any) -> float:
     return count / elapsed
 
 
-class WorkerRss:
-    """Samples, on a thread, the RSS of every descendant of the Spark JVM that runs pyspark (the daemons, the
-    task workers they fork, the planning workers); keeps the largest process and the largest instant total."""
+class WorkerRss(Sampler):
+    """The RSS of every descendant of the Spark JVM that runs pyspark (the daemons, the task workers they fork,
+    the planning workers): the largest process and the largest instant total."""
 
     def __init__(self, jvm_pid: int, interval: float = 0.05) -> None:
+        super().__init__(interval)
         self.jvm = psutil.Process(jvm_pid)
-        self.interval = interval
         self.largest = self.total = 0
         self._pyspark: dict[int, bool] = {}  # pid: runs pyspark (read once per process)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            total = 0
-            for proc in self.jvm.children(recursive=True):
-                with contextlib.suppress(psutil.Error):
-                    if proc.pid not in self._pyspark:
-                        self._pyspark[proc.pid] = "pyspark" in " ".join(proc.cmdline())
-                    if self._pyspark[proc.pid]:
-                        rss = proc.memory_info().rss
-                        total += rss
-                        self.largest = max(self.largest, rss)
-            self.total = max(self.total, total)
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> WorkerRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def sample(self) -> None:
+        total = 0
+        for proc in self.jvm.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if proc.pid not in self._pyspark:
+                    self._pyspark[proc.pid] = "pyspark" in " ".join(proc.cmdline())
+                if self._pyspark[proc.pid]:
+                    rss = proc.memory_info().rss
+                    total += rss
+                    self.largest = max(self.largest, rss)
+        self.total = max(self.total, total)
 
 
 def worker_peaks(spark: Any, bootstrap: str, topic: str, records: int) -> list[WorkerPeak]:

