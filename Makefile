@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,bench,spark]'
+	$(PY) -m pip install -q -e '.[dev,bench,spark,drill]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -19,7 +19,9 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -123,6 +125,22 @@ class ClusterFile:
                                     "`epoch-broker cluster`)") from None
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path} is not a cluster file: {exc}") from None
+
+
+def free_base_port(brokers: int, ports: range) -> int:
+    """A base port in `ports` whose broker ports (base+i) and controller port (base+CONTROLLER_PORT_OFFSET) are
+    all free, checked by binding each on loopback."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(ports.start, ports.stop - CONTROLLER_PORT_OFFSET - 1)
+        try:
+            for port in [base + i for i in range(brokers)] + [base + CONTROLLER_PORT_OFFSET]:
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise LaunchError(f"no free loopback ports for {brokers} brokers and a controller in {ports}")
 
 
 def serve_argv(overrides: dict[str, str]) -> list[str]:

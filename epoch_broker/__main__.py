@@ -1,6 +1,7 @@
 """`epoch-broker serve [server.properties] [--override key=value ...]`: run one broker (with its controller).
 `epoch-broker cluster ...` starts a controller and N brokers (drill/launcher.py); `epoch-broker admin ...`
-drives them (drill/admin.py).
+drives them (drill/admin.py); `epoch-broker drill SCENARIO ...` runs a failover drill and checks it
+(drill/runner.py).
 
 Prints one ready line to stdout once the broker answers requests:
     epoch-broker: node 0 listening on 127.0.0.1:9092
@@ -37,6 +38,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     launcher.add_arguments(commands.add_parser("cluster", help="run a controller and N brokers as processes"))
     # listed for --help only: main() hands `admin ...` to broker.admin's own parser
     commands.add_parser("admin", help="elections, fault hooks, signals and status of a cluster", add_help=False)
+    commands.add_parser("drill", help="a failover drill: cluster, clients, seeded faults, checker, report",
+                        add_help=False)
     return parser.parse_args(argv)
 
 
@@ -75,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         from epoch_broker.drill import admin
 
         return admin.main(argv[1:])
+    if argv[:1] == ["drill"]:  # it needs confluent-kafka (the [drill] extra): imported only when asked for
+        from epoch_broker.drill import runner
+
+        return runner.main(argv[1:])
     args = _parse_args(argv)
     if args.command == "cluster":
         return launcher.run(args)

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
-from epoch_broker.drill.launcher import CONTROLLER_PORT_OFFSET
+from epoch_broker.drill import launcher
 
 REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 30.0
@@ -58,18 +58,9 @@ def free_port() -> int:
 
 
 def free_base_port(brokers: int) -> int:
-    """A base port whose broker ports (base+i) and controller port (base+100) are all free, below the kernel's
-    ephemeral range (as tests/helpers.free_port: no client's outgoing connection can take one meanwhile)."""
-    for _ in range(100):
-        base = _random.randrange(LISTEN_PORTS.start, LISTEN_PORTS.stop - CONTROLLER_PORT_OFFSET - 1)
-        try:
-            for port in [base + i for i in range(brokers)] + [base + CONTROLLER_PORT_OFFSET]:
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free base port")
+    """A base port for a cluster's brokers (base+i) and controller, below the kernel's ephemeral range (as
+    free_port: no client's outgoing connection can take one meanwhile)."""
+    return launcher.free_base_port(brokers, LISTEN_PORTS)
 
 
 class BrokerProcess:

@@ -1,0 +1,443 @@
+"""`epoch-broker drill check HISTORY_DIR`: which invariants a drill's history (drill/history.py) keeps.
+
+The invariants, each counted and shown with at most 10 examples:
+- `lost`: an acknowledged record that the final reader did not read back in its partition.
+- `duplicated`: a value the final reader read at two offsets, or in a partition it was not sent to as well.
+- `inconsistent_offsets`: one offset of a partition with two values among all reads and acknowledged offsets.
+- `non_monotonic`: a producer's acknowledged offsets, in send order, or a consumer's read offsets going back.
+- `unseen` (never fails): sends without any outcome that the final log does not hold either.
+- `epoch_regression`: a broker's Metadata answers going back in leader epoch (KIP-232).
+- `latest_regression`: ListOffsets LATEST answers going back, whichever broker led (KIP-207).
+- `undetected_truncation`: a consumer read a record the final log replaced or cut, and never said so (KIP-320).
+- `replicas_consistent`: replicas' logs and epoch checkpoints agree below the high watermark (StrongIsr).
+
+Rules:
+- The final reader's read-back after healing is the final log: what it holds is what the cluster kept.
+- A read is withdrawn by a later truncation event of the same client and partition at or below its offset:
+  a KIP-320 consumer reports the divergence and reads again from there, so the records it read before were
+  legitimately replaced; only an unreported replacement is an anomaly.
+- With `allow_acks1_loss`, a lost acks=1 record counts as never acknowledged, in every invariant: acks=1 does
+  not wait for the followers, so a new leader may lack it and give its offset to another record.
+- Regressions compare one observer's answers in the order it recorded them: answers of two pollers, ordered
+  by the time each was recorded, may have been served by the broker in the other order.
+- Counts are of anomalies (one per record, per offset, per step back); example times are seconds after the
+  first event of the history, whose wall-clock time the report prints.
+- It reads nothing but the history, so histories from anyone's clients are checked the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import sys
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from epoch_broker.drill.history import Event, HistoryError, read_history
+
+TopicPartition = tuple[str, int]
+Record = tuple[TopicPartition, str]  # a record is named by its partition and value
+FINAL_READER = "reader"
+MAX_EXAMPLES = 10
+
+
+@dataclass(slots=True)
+class Invariant:
+    name: str
+    passed: bool
+    count: int
+    examples: list[str]  # at most MAX_EXAMPLES readable lines
+    note: str  # what it checks, one line
+
+
+@dataclass(slots=True)
+class CheckResult:
+    invariants: list[Invariant]
+    figures: dict[str, int | float]
+    start: float = 0.0  # Unix time of the first event: example times are seconds after it
+
+    @property
+    def passed(self) -> bool:
+        return all(invariant.passed for invariant in self.invariants)
+
+    def invariant(self, name: str) -> Invariant:
+        return next(invariant for invariant in self.invariants if invariant.name == name)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict: passed, start, figures, invariants."""
+        return {"passed": self.passed, "start": self.start, "figures": dict(self.figures),
+                "invariants": [asdict(invariant) for invariant in self.invariants]}
+
+
+@dataclass(slots=True)
+class _Findings:
+    count: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, example: str) -> None:
+        self.count += 1
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append(example)
+
+    def verdict(self, name: str, note: str) -> Invariant:
+        return Invariant(name, self.count == 0, self.count, self.examples, note)
+
+
+class _Truncations:
+    """Every truncation event by (client, partition), to ask whether a read was withdrawn after it."""
+
+    def __init__(self, events: list[Event]) -> None:
+        found: dict[tuple[str, TopicPartition], list[tuple[int, int]]] = defaultdict(list)
+        for index, event in enumerate(events):
+            if event["op"] == "truncation":
+                found[event["client"], _partition(event)].append((index, event["offset"]))
+        # per key: event indexes, and the lowest truncation offset from each index on
+        self._by_key: dict[tuple[str, TopicPartition], tuple[list[int], list[int]]] = {}
+        for key, entries in found.items():
+            lowest = [offset for _, offset in entries]
+            for i in range(len(lowest) - 2, -1, -1):
+                lowest[i] = min(lowest[i], lowest[i + 1])
+            self._by_key[key] = ([index for index, _ in entries], lowest)
+
+    def after(self, client: str, tp: TopicPartition, index: int, offset: int) -> bool:
+        """Did `client` report a truncation of `tp` at or below `offset` after event `index`?"""
+        indexes, lowest = self._by_key.get((client, tp), ([], []))
+        first_later = bisect.bisect_right(indexes, index)
+        return first_later < len(indexes) and lowest[first_later] <= offset
+
+
+def _partition(event: Event) -> TopicPartition:
+    return event["topic"], event["partition"]
+
+
+def _name(tp: TopicPartition) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+@dataclass(slots=True)
+class _History:
+    """The events in time order, and the indexes every invariant shares."""
+
+    events: list[Event]
+    final_reader: str
+    start: float
+    sends: dict[Record, Event]  # the first send of each record
+    acked: dict[Record, Event]  # the first acknowledgement (error null) of each record
+    answered: set[Record]  # records with any ack event, acknowledged or not
+    final_reads: dict[Record, list[Event]]  # the final reader's reads of each record
+    final_at: dict[tuple[TopicPartition, int], Event]  # the final reader's (first) read of each offset
+    final_hw: dict[TopicPartition, int]  # one past the last offset the final reader read
+    truncations: _Truncations
+    by_op: dict[str, list[tuple[int, Event]]]  # op -> (index in events, event)
+
+    @classmethod
+    def build(cls, events: list[Event], final_reader: str) -> _History:
+        events = sorted(events, key=lambda event: event["time"])
+        history = cls(events=events, final_reader=final_reader, start=events[0]["time"] if events else 0.0,
+                      sends={}, acked={}, answered=set(), final_reads=defaultdict(list), final_at={}, final_hw={},
+                      truncations=_Truncations(events), by_op=defaultdict(list))
+        for index, event in enumerate(events):
+            op = event["op"]
+            history.by_op[op].append((index, event))
+            if op == "send":
+                history.sends.setdefault((_partition(event), event["value"]), event)
+            elif op == "ack":
+                record = (_partition(event), event["value"])
+                history.answered.add(record)
+                if event["error"] is None:
+                    history.acked.setdefault(record, event)
+            elif op == "read" and event["client"] == final_reader:
+                tp = _partition(event)
+                history.final_reads[tp, event["value"]].append(event)
+                history.final_at.setdefault((tp, event["offset"]), event)
+                history.final_hw[tp] = max(history.final_hw.get(tp, 0), event["offset"] + 1)
+        return history
+
+    def at(self, event: Event) -> str:
+        return f"+{event['time'] - self.start:.3f}s"
+
+    def of_op(self, op: str) -> list[tuple[int, Event]]:
+        return self.by_op.get(op, [])
+
+
+def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_loss: bool = False) -> CheckResult:
+    """Check a drill's events (any order; they are sorted by time) against every invariant."""
+    history = _History.build(events, final_reader)
+    lost, forgiven, acks1_lost = _lost(history, allow_acks1_loss)
+    undetected, detected = _undetected_truncation(history)
+    invariants = [lost, _duplicated(history), _inconsistent_offsets(history, forgiven),
+                  _non_monotonic(history, forgiven), _unseen(history), _epoch_regression(history),
+                  _latest_regression(history), undetected, _replicas_consistent(history)]
+    acks = [event for _, event in history.of_op("ack")]
+    figures: dict[str, int | float] = {
+        "events": len(history.events),
+        "duration_s": round(history.events[-1]["time"] - history.start, 3) if history.events else 0.0,
+        "sent": len(history.of_op("send")),
+        "acked": sum(1 for event in acks if event["error"] is None),
+        "failed": sum(1 for event in acks if event["error"] is not None),
+        "unknown": sum(1 for record in history.sends if record not in history.answered),
+        "read": len(history.of_op("read")),
+        "final_read": sum(len(reads) for reads in history.final_reads.values()),
+        "truncations_reported": len(history.of_op("truncation")),
+        "truncations_detected": detected,
+        "faults_applied": sum(1 for _, event in history.of_op("fault") if event["phase"] == "start"),
+        "acks1_lost": acks1_lost,
+    }
+    return CheckResult(invariants, figures, history.start)
+
+
+def check_directory(path: Path, *, final_reader: str = FINAL_READER, allow_acks1_loss: bool = False) -> CheckResult:
+    """Read and check a history directory; HistoryError if it is missing, malformed or holds no event."""
+    events = read_history(Path(path))
+    if not events:
+        raise HistoryError(f"{path}: the history holds no events")
+    return check(events, final_reader=final_reader, allow_acks1_loss=allow_acks1_loss)
+
+
+def _lost(history: _History, allow_acks1_loss: bool) -> tuple[Invariant, set[Record], int]:
+    """The invariant, the acks=1 records forgiven, and how many acks=1 records were lost."""
+    found, acks1_lost = _Findings(), 0
+    forgiven: set[Record] = set()
+    for record, ack in history.acked.items():
+        if record in history.final_reads:
+            continue
+        if ack["acks"] == "1":
+            acks1_lost += 1
+            if allow_acks1_loss:
+                forgiven.add(record)
+                continue
+        found.add(f"{_name(record[0])} {record[1]!r}: acked at offset {ack['offset']} (acks={ack['acks']}) to "
+                  f"{ack['client']} at {history.at(ack)}; the final reader never read it")
+    note = "acknowledged records the final reader read back in their partition"
+    if allow_acks1_loss:
+        note += " (acks=1 losses allowed)"
+    if history.acked and not history.final_reads:
+        note += f"; no read by final reader {history.final_reader!r} at all (see --final-reader)"
+    return found.verdict("lost", note), forgiven, acks1_lost
+
+
+def _duplicated(history: _History) -> Invariant:
+    found = _Findings()
+    partitions: dict[tuple[str, str], list[int]] = defaultdict(list)  # (topic, value) -> partitions read in
+    sent = history.sends.keys() | history.answered
+    for (tp, value), reads in history.final_reads.items():
+        partitions[tp[0], value].append(tp[1])
+        offsets = sorted({read["offset"] for read in reads})
+        if len(offsets) > 1:
+            found.add(f"{_name(tp)} {value!r}: the final reader ({history.final_reader}) read it at offsets "
+                      f"{', '.join(map(str, offsets))} (first at {history.at(reads[0])})")
+    for (topic, value), numbers in partitions.items():
+        # values are unique per partition: one read in each partition it was sent to is no duplicate
+        strays = [n for n in numbers if ((topic, n), value) not in sent]
+        if len(numbers) > 1 and strays:
+            found.add(f"{topic} {value!r}: the final reader ({history.final_reader}) read it in partitions "
+                      f"{', '.join(map(str, sorted(numbers)))}, never sent to {', '.join(map(str, sorted(strays)))}")
+    return found.verdict("duplicated", "each value is in the final log once, in the partition it was sent to")
+
+
+def _inconsistent_offsets(history: _History, forgiven: set[Record]) -> Invariant:
+    found = _Findings()
+    seen: dict[tuple[TopicPartition, int], dict[str, Event]] = defaultdict(dict)  # offset -> value -> first seen
+    for index, event in enumerate(history.events):
+        if event["op"] == "read":
+            if history.truncations.after(event["client"], _partition(event), index, event["offset"]):
+                continue  # withdrawn: its client reported the truncation that replaced it
+        elif (event["op"] != "ack" or event["error"] is not None or event["offset"] is None
+              or (_partition(event), event["value"]) in forgiven):
+            continue  # not an acknowledged offset, or a lost acks=1 record forgiven
+        seen[_partition(event), event["offset"]].setdefault(event["value"], event)
+    for (tp, offset), values in seen.items():
+        if len(values) > 1:
+            found.add(f"{_name(tp)} offset {offset}: " + "; ".join(
+                f"{value!r} {'read by' if event['op'] == 'read' else 'acked to'} {event['client']} at "
+                f"{history.at(event)}" for value, event in values.items()))
+    return found.verdict("inconsistent_offsets",
+                         "every offset holds one value across all reads and acknowledged offsets "
+                         "(reads a client then reported truncated excepted)")
+
+
+def _non_monotonic(history: _History, forgiven: set[Record]) -> Invariant:
+    found = _Findings()
+    # producers: acknowledged offsets in send order (the send's place in the history, else the ack's)
+    send_index: dict[Record, int] = {}
+    for index, event in history.of_op("send"):
+        send_index.setdefault((_partition(event), event["value"]), index)
+    acks = sorted(((send_index.get((_partition(event), event["value"]), index), event)
+                   for index, event in history.of_op("ack")
+                   if event["error"] is None and event["offset"] is not None
+                   and (_partition(event), event["value"]) not in forgiven), key=lambda entry: entry[0])
+    produced: dict[tuple[str, TopicPartition], Event] = {}
+    for _, ack in acks:
+        key = (ack["client"], _partition(ack))
+        before = produced.get(key)
+        if before is not None and ack["offset"] <= before["offset"]:
+            found.add(f"{ack['client']} {_name(key[1])}: {ack['value']!r} acked at offset {ack['offset']} "
+                      f"({history.at(ack)}), sent after {before['value']!r} acked at offset {before['offset']}")
+        produced[key] = ack
+    # consumers: read offsets rise; a reported truncation moves the position back to its offset
+    position: dict[tuple[str, TopicPartition], Event] = {}  # the last read or truncation
+    for event in history.events:
+        if event["op"] not in ("read", "truncation"):
+            continue
+        key = (event["client"], _partition(event))
+        before = position.get(key)
+        position[key] = event
+        if event["op"] == "truncation" or before is None:
+            continue
+        floor = before["offset"] - 1 if before["op"] == "truncation" else before["offset"]
+        if event["offset"] <= floor:
+            what = "its truncation to offset" if before["op"] == "truncation" else "offset"
+            found.add(f"{event['client']} {_name(key[1])}: read offset {event['offset']} ({event['value']!r}) at "
+                      f"{history.at(event)}, after {what} {before['offset']} at {history.at(before)}")
+    return found.verdict("non_monotonic", "a producer's acknowledged offsets rise in send order; a consumer's "
+                                          "read offsets rise, except back to a truncation it reported")
+
+
+def _unseen(history: _History) -> Invariant:
+    found = _Findings()
+    for record, send in history.sends.items():
+        if record not in history.answered and record not in history.final_reads:
+            found.add(f"{_name(record[0])} {record[1]!r}: sent by {send['client']} at {history.at(send)}, "
+                      "no outcome and not in the final log")
+    invariant = found.verdict("unseen", "informational, never fails: sends with no ack event (outcome unknown) "
+                                        "that the final log does not hold either")
+    invariant.passed = True
+    return invariant
+
+
+def _epoch_regression(history: _History) -> Invariant:
+    found = _Findings()
+    last: dict[tuple[str, int, TopicPartition], Event] = {}
+    for _, event in history.of_op("metadata"):
+        if event["leader_epoch"] < 0:
+            continue  # no leader epoch in the answer: nothing to compare
+        key = (event["client"], event["broker"], _partition(event))
+        before = last.get(key)
+        if before is not None and event["leader_epoch"] < before["leader_epoch"]:
+            found.add(f"{_name(key[2])} from broker {event['broker']} to {event['client']}: leader epoch "
+                      f"{before['leader_epoch']} (leader {before['leader']}) at {history.at(before)}, then "
+                      f"{event['leader_epoch']} (leader {event['leader']}) at {history.at(event)}")
+        last[key] = event
+    return found.verdict("epoch_regression", "each broker's Metadata answers never go back in leader epoch")
+
+
+def _latest_regression(history: _History) -> Invariant:
+    found = _Findings()
+    last: dict[tuple[str, TopicPartition], Event] = {}
+    for _, event in history.of_op("latest"):
+        if event["error"] is not None or event["offset"] is None:
+            continue
+        key = (event["client"], _partition(event))
+        before = last.get(key)
+        if before is not None and event["offset"] < before["offset"]:
+            found.add(f"{_name(key[1])} to {event['client']}: LATEST {before['offset']} from broker "
+                      f"{before['broker']} at {history.at(before)}, then {event['offset']} from broker "
+                      f"{event['broker']} at {history.at(event)}")
+        last[key] = event
+    return found.verdict("latest_regression", "ListOffsets LATEST answers never go back, whichever broker led")
+
+
+def _undetected_truncation(history: _History) -> tuple[Invariant, int]:
+    """The invariant, and how many replaced reads their consumer did report."""
+    found, detected = _Findings(), 0
+    for index, event in history.of_op("read"):
+        if event["client"] == history.final_reader:
+            continue
+        tp, offset = _partition(event), event["offset"]
+        final = history.final_at.get((tp, offset))
+        if final is not None:
+            if final["value"] == event["value"]:
+                continue
+            now = f"the final log has {final['value']!r} there"
+        elif offset < history.final_hw.get(tp, 0):
+            now = "the final log has no record there"
+        else:
+            continue  # beyond the final read-back: nothing to compare with
+        if history.truncations.after(event["client"], tp, index, offset):
+            detected += 1
+            continue
+        found.add(f"{_name(tp)} offset {offset}: {event['client']} read {event['value']!r} at {history.at(event)}; "
+                  f"{now}, and {event['client']} reported no truncation at or below {offset} after it")
+    return found.verdict("undetected_truncation", "a consumer that read a record the final log replaced or cut "
+                                                  "then reported a truncation at or below it"), detected
+
+
+def _replicas_consistent(history: _History) -> Invariant:
+    logs: dict[TopicPartition, dict[int, Event]] = defaultdict(dict)  # the last log each replica reported
+    for _, event in history.of_op("replica_log"):
+        logs[_partition(event)][event["broker"]] = event
+    if not logs:
+        return Invariant("replicas_consistent", True, 0, [], "no replica logs")
+    found = _Findings()
+    for tp, replicas in sorted(logs.items()):
+        hw = min(log["high_watermark"] for log in replicas.values())
+        reference, *others = sorted(replicas)
+        batches = {broker: [b for b in log["batches"] if b[0] < hw] for broker, log in replicas.items()}
+        checkpoint = {broker: [e for e in log["epoch_checkpoint"] if e[1] < hw] for broker, log in replicas.items()}
+        for broker in others:
+            if batches[broker] != batches[reference]:
+                found.add(f"{_name(tp)} below high watermark {hw}: "
+                          f"{_first_difference(batches, reference, broker)}")
+            if checkpoint[broker] != checkpoint[reference]:
+                found.add(f"{_name(tp)} epoch checkpoint below high watermark {hw}: broker {reference} has "
+                          f"{checkpoint[reference]}, broker {broker} {checkpoint[broker]}")
+    return found.verdict("replicas_consistent", "replicas' batches (offsets, epoch, crc) and epoch checkpoints "
+                                                "are the same below the partition's lowest high watermark")
+
+
+def _first_difference(batches: dict[int, list[list[int]]], reference: int, broker: int) -> str:
+    ours, theirs = batches[reference], batches[broker]
+    at = next((i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b), min(len(ours), len(theirs)))
+    show = [log[at] if at < len(log) else "no batch" for log in (ours, theirs)]
+    return f"batch #{at}: broker {reference} has {show[0]}, broker {broker} {show[1]} ([base, last, epoch, crc])"
+
+
+def format_text(result: CheckResult) -> str:
+    """A short report: a PASS/FAIL table, the figures, then the examples of the failed invariants."""
+    start = datetime.fromtimestamp(result.start, UTC).isoformat(timespec="milliseconds")
+    failed = [invariant for invariant in result.invariants if not invariant.passed]
+    lines = [f"drill check: {result.figures['events']} events over {result.figures['duration_s']} s from {start} "
+             "(example times are seconds after it)", ""]
+    width = max(len(invariant.name) for invariant in result.invariants)
+    lines += [f"  {'PASS' if invariant.passed else 'FAIL'}  {invariant.name:<{width}} {invariant.count:>7}  "
+              f"{invariant.note}" for invariant in result.invariants]
+    lines += ["", "figures: " + ", ".join(f"{name} {value}" for name, value in result.figures.items())]
+    for invariant in failed:
+        lines += ["", f"FAIL {invariant.name} ({invariant.count}):"] + [f"  {line}" for line in invariant.examples]
+        if invariant.count > len(invariant.examples):
+            lines.append(f"  ... and {invariant.count - len(invariant.examples)} more")
+    lines += ["", f"verdict: {'FAIL' if failed else 'PASS'}"
+                  + (f" ({', '.join(invariant.name for invariant in failed)})" if failed else "")]
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("history", metavar="HISTORY_DIR", type=Path, help="a directory of *.jsonl history files")
+    parser.add_argument("--final-reader", default=FINAL_READER, metavar="NAME",
+                        help=f"the client whose reads are the read-back after healing (default {FINAL_READER})")
+    parser.add_argument("--allow-acks1-loss", action="store_true",
+                        help="a lost acks=1 record is no failure (it is still counted)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """0 when every invariant holds, 1 when one fails, 2 when the history cannot be read."""
+    try:
+        result = check_directory(args.history, final_reader=args.final_reader,
+                                 allow_acks1_loss=args.allow_acks1_loss)
+    except HistoryError as exc:
+        print(f"epoch-broker drill check: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result.to_json(), indent=2) if args.json else format_text(result))
+    return 0 if result.passed else 1
+
+
+def main(argv: list[str]) -> int:
+    """`epoch-broker drill check`: `argv` is what follows `check`."""
+    parser = argparse.ArgumentParser(prog="epoch-broker drill check", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

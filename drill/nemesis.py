@@ -1,0 +1,145 @@
+"""The nemesis of a drill: which faults exist, the seeded schedule of them, and applying it to a cluster.
+
+A schedule is a list of faults, each at a time after the start of the fault phase, on a target, for a duration:
+`[{"at_s": 3.2, "fault": "kill", "target": "broker-1", "duration_s": 2.5}, ...]`, saved as `schedule.json` in
+the report directory with the seed and scenario that made it.
+
+Rules:
+- The schedule is a pure function of (scenario's faults, seed, duration, the cluster's process names): the same
+  seed gives the same schedule on every run, printed before anything is applied; `--replay` loads one.
+- Faults never overlap: the next starts after the previous has healed plus a gap, so every fault's effect
+  (a new leader, an ISR change) is seen by itself in the timeline.
+- A target named `leader:<partition>` is resolved when the fault is applied (the schedule cannot know who will
+  lead then); the resolved process is recorded with the fault.
+- Every start and end is a `fault` event in the history (client "nemesis"), with its wall-clock time: the
+  report's timeline and the checker read them from there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from epoch_broker.broker.faults import REPLICATION_PAUSED
+from epoch_broker.drill import admin
+from epoch_broker.drill.history import HistoryWriter
+from epoch_broker.drill.targets import LocalCluster
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    description: str
+    targets: str  # "broker", "controller", "leader" (a partition's leader, resolved when applied)
+    durations: tuple[float, float]  # how long it lasts (before it is healed), drawn from this range
+
+
+FAULTS: dict[str, FaultKind] = {
+    "kill": FaultKind("SIGKILL a broker, start it again after the duration", "broker", (1.0, 4.0)),
+    "leader-kill": FaultKind("SIGKILL the leader of a partition, start it again after the duration", "leader",
+                             (1.0, 4.0)),
+    "pause": FaultKind("SIGSTOP a broker past the session timeout, SIGCONT after the duration", "broker",
+                       (2.0, 5.0)),
+    "restart": FaultKind("restart a broker cleanly (SIGTERM, start)", "broker", (0.0, 0.0)),
+    "controller-kill": FaultKind("SIGKILL the controller, start it again after the duration", "controller",
+                                 (1.0, 4.0)),
+    "controller-pause": FaultKind("SIGSTOP the controller, SIGCONT after the duration", "controller", (1.0, 4.0)),
+    "replication-paused": FaultKind(f"set {REPLICATION_PAUSED} on a broker (it stops fetching: the leaders drop "
+                                    "it from their ISRs), clear it after the duration", "broker", (3.0, 6.0)),
+}
+
+
+@dataclass(frozen=True)
+class ScheduledFault:
+    at_s: float  # after the start of the fault phase
+    fault: str
+    target: str
+    duration_s: float
+
+
+def make_schedule(faults: list[str], seed: int, duration_s: float, brokers: list[str], partitions: int,
+                  gap_s: tuple[float, float] = (1.0, 3.0)) -> list[ScheduledFault]:
+    """Faults drawn from `faults` until `duration_s`, each followed by a gap; the same arguments, the same list."""
+    rng = random.Random(seed)
+    schedule: list[ScheduledFault] = []
+    at = rng.uniform(*gap_s)
+    while True:
+        name = rng.choice(faults)
+        kind = FAULTS[name]
+        length = round(rng.uniform(*kind.durations), 2)
+        if at + length > duration_s:
+            return schedule
+        target = {"broker": lambda: rng.choice(brokers), "controller": lambda: "controller",
+                  "leader": lambda: f"leader:{rng.randrange(partitions)}"}[kind.targets]()
+        schedule.append(ScheduledFault(round(at, 2), name, target, length))
+        at += length + rng.uniform(*gap_s)
+
+
+def save_schedule(path: Path, schedule: list[ScheduledFault], **about: Any) -> None:
+    path.write_text(json.dumps({**about, "faults": [asdict(f) for f in schedule]}, indent=2) + "\n")
+
+
+def load_schedule(path: Path) -> tuple[dict[str, Any], list[ScheduledFault]]:
+    """(what made it: scenario, seed, duration), the faults; a clear error for a file that is not a schedule."""
+    try:
+        document = json.loads(path.read_text())
+        return ({k: v for k, v in document.items() if k != "faults"},
+                [ScheduledFault(**fault) for fault in document["faults"]])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path} is not a drill schedule: {exc}") from exc
+
+
+class Nemesis:
+    """Applies a schedule to a local cluster: `start(fault)` now, and `heal(...)` when its time is up."""
+
+    def __init__(self, cluster: LocalCluster, topic: str, history: HistoryWriter) -> None:
+        self.cluster = cluster
+        self.topic = topic
+        self.history = history
+        self.applied = 0
+
+    def start(self, fault: ScheduledFault) -> Callable[[], None]:
+        """Apply `fault`; returns what heals it."""
+        target = self._resolve(fault.target)
+        self.history.record("fault", fault=fault.fault, target=target, phase="start",
+                            detail=FAULTS[fault.fault].description)
+        self.applied += 1
+        heal: Callable[[], None]
+        if fault.fault in ("kill", "leader-kill", "controller-kill"):
+            self.cluster.kill(target)
+            heal = lambda: self.cluster.restart(target)  # noqa: E731 - a one-line heal beside its fault
+        elif fault.fault in ("pause", "controller-pause"):
+            self.cluster.pause(target)
+            heal = lambda: self.cluster.resume(target)  # noqa: E731
+        elif fault.fault == "restart":
+            self.cluster.restart(target)
+            heal = lambda: None  # noqa: E731 - done when it is ready again
+        elif fault.fault == "replication-paused":
+            self._hook(target, {REPLICATION_PAUSED: "true"}, [])
+            heal = lambda: self._hook(target, {}, [REPLICATION_PAUSED])  # noqa: E731
+        else:
+            raise ValueError(f"unknown fault {fault.fault!r} (known: {', '.join(FAULTS)})")
+
+        def healed() -> None:
+            heal()
+            self.history.record("fault", fault=fault.fault, target=target, phase="end", detail="healed")
+
+        return healed
+
+    def _resolve(self, target: str) -> str:
+        if not target.startswith("leader:"):
+            return target
+        partition = int(target.partition(":")[2])
+        state = asyncio.run(admin.fetch_metadata(self.cluster.running_broker_addresses())).partitions.get(
+            (self.topic, partition))
+        if state is None or state.leader < 0:
+            raise RuntimeError(f"{self.topic}-{partition} has no leader to fault")
+        return self.cluster.name_of(state.leader)
+
+    def _hook(self, target: str, settings: dict[str, str], clear: list[str]) -> None:
+        spec = self.cluster.spec(target)
+        asyncio.run(admin.alter_faults(spec.address, spec.node_id, settings, clear))

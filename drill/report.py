@@ -1,0 +1,163 @@
+"""report.html of a drill: one self-contained page (inline SVG and CSS, nothing fetched), readable at a glance.
+
+- The verdict and the invariants table (pass/fail, counts, what each checks), then the figures.
+- One timeline per partition: the leader as coloured bands (one colour per broker) labelled with the leader
+  epoch, as the brokers' Metadata said it over time; faults shaded with their name and target; acknowledged
+  records per second as bars; truncations the consumer reported marked in red.
+- The anomalies with their example records, and the schedule.
+
+Rules:
+- Everything comes from report.json's content and the history: the page can be made again from a copied report.
+- Times are seconds since the first event of the history.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from epoch_broker.drill.history import Event, read_history
+
+WIDTH, BAND_H, RATE_H, MARGIN = 960, 26, 60, 40
+COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bab0ac"]
+STYLE = """body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}.pass{background:#e3f4e1}.fail{background:#fbe0e0}
+h1 .pass,h1 .fail{padding:2px 10px;border-radius:4px}svg{display:block;margin:4px 0 18px}
+.legend span{display:inline-block;padding:1px 8px;margin-right:6px;color:#fff;border-radius:3px}
+pre{background:#f6f6f6;padding:8px;overflow-x:auto}"""
+
+
+def render(document: dict[str, Any], history_dir: Path) -> str:
+    events = read_history(history_dir)
+    check = document["check"]
+    verdict = "pass" if check["passed"] else "fail"
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>drill {_e(document['scenario'])}"
+             f"</title><style>{STYLE}</style></head><body>",
+             f"<h1>{_e(document['scenario'])} <span class='{verdict}'>{verdict.upper()}</span></h1>",
+             f"<p>seed {document['seed']}, {document['duration_s']:.0f} s of faults, {document['wall_s']:.0f} s "
+             f"in all; phases: {_e(', '.join(f'{k} {v:.1f} s' for k, v in document['timings'].items()))}</p>",
+             _invariants(check), _figures(check["figures"]), "<h2>Timeline</h2>", _timelines(events),
+             _anomalies(check), _schedule(document["schedule"]), "</body></html>"]
+    return "\n".join(parts)
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _invariants(check: dict[str, Any]) -> str:
+    rows = "".join(f"<tr class='{'pass' if i['passed'] else 'fail'}'><td>{_e(i['name'])}</td>"
+                   f"<td>{'pass' if i['passed'] else 'FAIL'}</td><td>{i['count']}</td><td>{_e(i['note'])}</td></tr>"
+                   for i in check["invariants"])
+    return f"<h2>Invariants</h2><table id='invariants'><tr><th>invariant</th><th></th><th>count</th>" \
+           f"<th>what it checks</th></tr>{rows}</table>"
+
+
+def _figures(figures: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in figures.items())
+    return f"<h2>Figures</h2><table>{rows}</table>"
+
+
+def _anomalies(check: dict[str, Any]) -> str:
+    failing = [i for i in check["invariants"] if not i["passed"]]
+    if not failing:
+        return "<h2>Anomalies</h2><p>none</p>"
+    return "<h2>Anomalies</h2>" + "".join(
+        f"<h3>{_e(i['name'])} ({i['count']})</h3><pre>{_e(chr(10).join(i['examples']))}</pre>" for i in failing)
+
+
+def _schedule(schedule: list[dict[str, Any]]) -> str:
+    rows = "".join(f"<tr><td>{f['at_s']:.2f}</td><td>{_e(f['fault'])}</td><td>{_e(f['target'])}</td>"
+                   f"<td>{f['duration_s']:.2f}</td></tr>" for f in schedule)
+    return f"<h2>Schedule</h2><table><tr><th>at s</th><th>fault</th><th>target</th><th>for s</th></tr>{rows}</table>"
+
+
+def _timelines(events: list[Event]) -> str:
+    if not events:
+        return "<p>no events</p>"
+    origin, end = events[0]["time"], events[-1]["time"]
+    span = max(end - origin, 1e-3)
+
+    def x(t: float) -> float:
+        return MARGIN + (t - origin) / span * (WIDTH - 2 * MARGIN)
+
+    faults = _fault_spans(events, end)
+    partitions = sorted({(e["topic"], e["partition"]) for e in events if e["op"] in ("metadata", "ack")})
+    leaders = sorted({e["leader"] for e in events if e["op"] == "metadata" and e["leader"] >= 0})
+    legend = "".join(f"<span style='background:{COLOURS[n % len(COLOURS)]}'>leader broker {n}</span>"
+                     for n in leaders)
+    svgs = [f"<div class='legend'>{legend}<span style='background:#999'>fault</span>"
+            "<span style='background:#d62728'>truncation reported</span></div>"]
+    for topic, partition in partitions:
+        svgs.append(_partition_svg(topic, partition, events, faults, x, origin, span))
+    return "\n".join(svgs)
+
+
+def _fault_spans(events: list[Event], end: float) -> list[tuple[float, float, str]]:
+    open_at: dict[tuple[str, str], float] = {}
+    spans = []
+    for event in (e for e in events if e["op"] == "fault"):
+        key = (event["fault"], event["target"])
+        if event["phase"] == "start":
+            open_at[key] = event["time"]
+        elif key in open_at:
+            spans.append((open_at.pop(key), event["time"], f"{event['fault']} {event['target']}"))
+    spans += [(start, end, f"{fault} {target}") for (fault, target), start in open_at.items()]
+    return spans
+
+
+def _partition_svg(topic: str, partition: int, events: list[Event], faults: list[tuple[float, float, str]],
+                   x: Any, origin: float, span: float) -> str:
+    height = BAND_H + RATE_H + 30
+    out = [f"<h3>{_e(topic)}-{partition}</h3><svg width='{WIDTH}' height='{height}' "
+           f"data-partition='{partition}' xmlns='http://www.w3.org/2000/svg'>"]
+    for start, stop, label in faults:
+        out.append(f"<rect x='{x(start):.1f}' y='0' width='{max(x(stop) - x(start), 1):.1f}' height='{height - 14}' "
+                   f"fill='#999' opacity='0.25'><title>{_e(label)}</title></rect>")
+    # the leader as the newest epoch any broker reported, in bands
+    newest = (-1, -1)
+    bands: list[list[Any]] = []  # [start, end, leader, epoch]
+    for event in events:
+        if event["op"] != "metadata" or (event["topic"], event["partition"]) != (topic, partition):
+            continue
+        state = (event["leader_epoch"], event["leader"])
+        if state[0] < newest[0]:
+            continue
+        if bands and (bands[-1][3], bands[-1][2]) == state:
+            bands[-1][1] = event["time"]
+        else:
+            if bands:
+                bands[-1][1] = event["time"]
+            bands.append([event["time"], event["time"], state[1], state[0]])
+        newest = state
+    for start, stop, leader, epoch in bands:
+        colour = COLOURS[leader % len(COLOURS)] if leader >= 0 else "#ddd"
+        width = max(x(stop) - x(start), 1)
+        out.append(f"<rect class='leader' x='{x(start):.1f}' y='0' width='{width:.1f}' height='{BAND_H}' "
+                   f"fill='{colour}'><title>leader {leader}, epoch {epoch}</title></rect>")
+        if width > 28:
+            out.append(f"<text x='{x(start) + 3:.1f}' y='{BAND_H - 8}' fill='#fff' font-size='11'>e{epoch}</text>")
+    # acknowledged records per second, as bars under the band
+    per_second: dict[int, int] = defaultdict(int)
+    for event in events:
+        if (event["op"] == "ack" and event.get("error") is None
+                and (event["topic"], event["partition"]) == (topic, partition)):
+            per_second[int(event["time"] - origin)] += 1
+    top = max(per_second.values(), default=1)
+    for second, count in per_second.items():
+        bar = count / top * (RATE_H - 4)
+        out.append(f"<rect x='{x(origin + second):.1f}' y='{BAND_H + RATE_H - bar + 4:.1f}' "
+                   f"width='{max(x(origin + second + 1) - x(origin + second) - 1, 1):.1f}' height='{bar:.1f}' "
+                   f"fill='#59a14f'><title>{count} acked in second {second}</title></rect>")
+    for event in events:
+        if event["op"] == "truncation" and (event["topic"], event["partition"]) == (topic, partition):
+            out.append(f"<line x1='{x(event['time']):.1f}' x2='{x(event['time']):.1f}' y1='0' "
+                       f"y2='{BAND_H + RATE_H}' stroke='#d62728' stroke-width='2'><title>truncation reported at "
+                       f"offset {event['offset']}</title></line>")
+    for tick in range(0, int(span) + 1, max(1, int(span) // 10 or 1)):
+        out.append(f"<text x='{x(origin + tick):.1f}' y='{height - 2}' font-size='10' fill='#555'>{tick}s</text>")
+    out.append(f"<text x='2' y='{BAND_H + 16}' font-size='10' fill='#555'>acks/s</text>")
+    out.append(f"<text x='2' y='{BAND_H + 28}' font-size='10' fill='#555'>max {top}</text></svg>")
+    return "".join(out)

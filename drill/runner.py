@@ -1,0 +1,275 @@
+"""`epoch-broker drill SCENARIO [--seed N] [--duration S] [--brokers N] [--cluster DIR] [--out DIR] [--replay DIR]`
+and `epoch-broker drill check HISTORY_DIR`: a failover drill from start to verdict.
+
+Phases, each announced, with a progress line every few seconds (elapsed time, faults applied, records acked):
+1. cluster: start one (the launcher's code, in OUT/cluster, on free loopback ports) or attach to a running one
+   (`--cluster DIR`: its cluster.json; it is left running afterwards);
+2. schedule: made from the seed (or loaded with `--replay REPORT_DIR`), printed, saved as OUT/schedule.json;
+3. workload: the drill's topic created, then producers, a live consumer and a poller start (drill/workload.py);
+4. faults: the schedule applied, each fault healed when its duration is up;
+5. heal: every process running again, every ISR full, the producers flushed;
+6. read back: every partition to its high watermark;
+7. check: the history checked (drill/checker.py), OUT/report.json and OUT/report.html written.
+Exit status: 0 when every invariant holds, 1 when one is broken, 2 for a bad argument or a cluster that does
+not come up.
+
+Rules:
+- Every client and the nemesis write their own history file under OUT/history: the checker and the report read
+  nothing else, so a history from other clients can be checked the same way.
+- A drill never leaves a process it started: the cluster it started is stopped at the end, also on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+from epoch_broker.drill import admin, checker, launcher, report
+from epoch_broker.drill.history import HistoryWriter
+from epoch_broker.drill.nemesis import Nemesis, ScheduledFault, load_schedule, save_schedule
+from epoch_broker.drill.scenarios import Scenario, scenarios
+from epoch_broker.drill.targets import LocalCluster
+from epoch_broker.drill.workload import LiveConsumer, Poller, Producers, read_back
+
+TOPIC = "drill"
+PROGRESS_EVERY_S = 2.0
+HEAL_TIMEOUT_S = 60.0
+
+
+class DrillError(RuntimeError):
+    """A drill that cannot go on (not an invariant broken): one line says why."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    names = ", ".join(scenarios())
+    parser.add_argument("scenario", help=f"one of: {names}; or `check HISTORY_DIR`")
+    parser.add_argument("--seed", type=int, default=None, help="the fault schedule's seed (default: random)")
+    parser.add_argument("--duration", type=float, default=None, help="seconds of faults (default: the scenario's)")
+    parser.add_argument("--brokers", type=int, default=3, help="brokers of the cluster it starts (default 3)")
+    parser.add_argument("--cluster", type=Path, default=None, help="attach to a running cluster (its directory)")
+    parser.add_argument("--out", type=Path, default=None, help="report directory (default ./drill-SCENARIO-SEED)")
+    parser.add_argument("--replay", type=Path, default=None, help="run the schedule of an earlier report again")
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["check"]:
+        return checker.main(argv[1:])
+    parser = argparse.ArgumentParser(prog="epoch-broker drill", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    known = scenarios()
+    if args.scenario not in known:
+        print(f"epoch-broker drill: unknown scenario {args.scenario!r} (have: {', '.join(known)})", file=sys.stderr)
+        return 2
+    try:
+        return run(known[args.scenario], args)
+    except (DrillError, launcher.LaunchError, ValueError, FileNotFoundError) as exc:
+        print(f"epoch-broker drill: {exc}", file=sys.stderr)
+        return 2
+
+
+def say(message: str) -> None:
+    print(f"drill: {message}", flush=True)
+
+
+def run(scenario: Scenario, args: argparse.Namespace) -> int:
+    if args.replay is not None:
+        about, schedule = load_schedule(args.replay / "schedule.json")
+        if about.get("scenario") != scenario.name:
+            raise DrillError(f"{args.replay} holds a schedule of {about.get('scenario')}, not {scenario.name}")
+        seed, duration = int(about["seed"]), float(about["duration_s"])
+    else:
+        seed = args.seed if args.seed is not None else random.randrange(1 << 31)
+        duration = args.duration if args.duration is not None else scenario.duration_s
+        schedule = []
+    out = (args.out or Path(f"drill-{scenario.name}-{seed}")).resolve()
+    (out / "history").mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    with cluster_for(args, out) as cluster:
+        if args.replay is None:
+            schedule = scenario.schedule(seed, duration, cluster.broker_names())
+        save_schedule(out / "schedule.json", schedule, scenario=scenario.name, seed=seed, duration_s=duration)
+        say(f"{scenario.name}, seed {seed}, {len(schedule)} faults over {duration:.0f} s "
+            f"(replay: epoch-broker drill {scenario.name} --replay {out}):")
+        for fault in schedule:
+            say(f"  at {fault.at_s:6.2f} s  {fault.fault:<18} {fault.target:<12} for {fault.duration_s:.2f} s")
+        timings = drive(scenario, schedule, duration, cluster, out)
+    result = checker.check_directory(out / "history", allow_acks1_loss=scenario.allow_acks1_loss)
+    document = {"scenario": scenario.name, "seed": seed, "duration_s": duration, "started": started,
+                "wall_s": round(time.time() - started, 2), "timings": timings, "check": result.to_json(),
+                "schedule": [vars(f) for f in schedule]}
+    (out / "report.json").write_text(json.dumps(document, indent=2) + "\n")
+    (out / "report.html").write_text(report.render(document, out / "history"))
+    print(checker.format_text(result), flush=True)
+    say(f"{'PASS' if result.passed else 'FAIL'} in {document['wall_s']:.0f} s; report: {out / 'report.html'}")
+    return 0 if result.passed else 1
+
+
+@contextlib.contextmanager
+def cluster_for(args: argparse.Namespace, out: Path) -> Iterator[LocalCluster]:
+    """The cluster to drill: attached (left running) or started here (stopped at the end, whatever happens)."""
+    if args.cluster is not None:
+        say(f"attaching to the cluster in {args.cluster}")
+        yield LocalCluster(args.cluster)
+        return
+    if not 1 <= args.brokers <= 9:
+        raise DrillError("--brokers must be between 1 and 9")
+    directory = out / "cluster"
+    base = launcher.free_base_port(args.brokers, range(20000, 30000))
+    plan = launcher.plan_cluster(directory, args.brokers, base + launcher.CONTROLLER_PORT_OFFSET,
+                                 [base + i for i in range(args.brokers)])
+    say(f"starting a controller and {args.brokers} brokers in {directory}")
+    launcher.start_cluster(plan, directory, lambda line: say(f"  {line}"))
+    try:
+        yield LocalCluster(directory)
+    finally:
+        say("stopping the cluster")
+        launcher.stop_cluster(launcher.ClusterFile.read(directory))
+
+
+def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, cluster: LocalCluster,
+          out: Path) -> dict[str, float]:
+    """Phases 3 to 6; the time each took."""
+    bootstrap = cluster.file.bootstrap
+    timings: dict[str, float] = {}
+    current = ["", time.monotonic()]  # the phase running, and since when
+
+    def phase(name: str) -> None:
+        now = time.monotonic()
+        if current[0]:
+            timings[current[0]] = round(now - current[1], 2)
+        current[:] = [name, now]
+        if name:
+            say(f"phase: {name}")
+
+    phase("workload")
+    create_topic(bootstrap, scenario)
+    wait_full_isr(cluster, scenario, "the topic's partitions led, with full ISRs")
+    histories = [HistoryWriter(out / "history", name) for name in ("producer", "consumer", "poller", "nemesis",
+                                                                   "reader")]
+    producer_history, consumer_history, poller_history, nemesis_history, reader_history = histories
+    logs = client_logger(out / "client.log")
+    try:
+        producers = Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs).start()
+        consumer = LiveConsumer(bootstrap, TOPIC, scenario.partitions, consumer_history, logs).start()
+        poller = Poller(lambda: {spec.node_id: spec.address for spec in cluster.file.brokers
+                                 if launcher.process_state(spec) == "running"}, TOPIC, poller_history).start()
+        nemesis = Nemesis(cluster, TOPIC, nemesis_history)
+
+        phase("faults")
+        apply_schedule(schedule, duration, nemesis, lambda: f"acked {producers.acked}, read {consumer.read}")
+
+        phase("heal")
+        for done in cluster.heal_all():
+            say(f"  {done}")
+        wait_full_isr(cluster, scenario, "every process running and every ISR full")
+        producers.stop()
+        say(f"  producers flushed: {producers.acked} acked, {producers.failed} failed")
+        poller.stop()
+
+        phase("read back")
+        ends = high_watermarks(cluster, scenario)
+        wait_until(lambda: consumer.read >= sum(ends.values()), 15.0)  # let it catch up (it may have re-read)
+        consumer.stop()
+        say(f"  {read_back(bootstrap, TOPIC, ends, reader_history, logs)} records read back up to {ends}")
+        phase("")
+    finally:
+        for history in histories:
+            history.close()
+        for handler in logs.handlers:
+            handler.close()
+    return timings
+
+
+def client_logger(path: Path) -> logging.Logger:
+    """The clients' own logs, into a file of the report (one logger per drill: a file of its own)."""
+    logger = logging.getLogger(f"epoch_broker.drill.clients.{path}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger.addHandler(handler)
+    return logger
+
+
+def apply_schedule(schedule: list[ScheduledFault], duration: float, nemesis: Nemesis,
+                   status: Callable[[], str]) -> None:
+    """Start each fault at its time, heal it when its duration is up; a progress line every few seconds."""
+    started = time.monotonic()
+    pending = list(schedule)
+    healing: list[tuple[float, Callable[[], None]]] = []
+    next_progress = PROGRESS_EVERY_S
+    while True:
+        elapsed = time.monotonic() - started
+        while pending and pending[0].at_s <= elapsed:
+            fault = pending.pop(0)
+            say(f"  {elapsed:6.2f} s  {fault.fault} {fault.target} for {fault.duration_s:.2f} s")
+            healing.append((elapsed + fault.duration_s, nemesis.start(fault)))
+        for due, heal in [h for h in healing if h[0] <= elapsed]:
+            healing.remove((due, heal))
+            heal()
+        if elapsed >= next_progress:
+            say(f"  {elapsed:6.1f} s of {duration:.0f}: {nemesis.applied} faults applied, {status()}")
+            next_progress += PROGRESS_EVERY_S
+        if elapsed >= duration and not pending and not healing:
+            return
+        time.sleep(0.05)
+
+
+def create_topic(bootstrap: str, scenario: Scenario) -> None:
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    futures = client.create_topics([NewTopic(TOPIC, num_partitions=scenario.partitions,
+                                             replication_factor=scenario.replication, config=scenario.configs)])
+    try:
+        futures[TOPIC].result(60)
+    except KafkaException as exc:
+        if "TOPIC_ALREADY_EXISTS" not in str(exc):
+            raise DrillError(f"cannot create topic {TOPIC}: {exc}") from exc
+        raise DrillError(f"topic {TOPIC} already exists in the cluster: drill a fresh cluster") from exc
+
+
+def partitions_state(cluster: LocalCluster) -> dict[tuple[str, int], admin.PartitionState]:
+    with contextlib.suppress(admin.AdminError):
+        return asyncio.run(admin.fetch_metadata(cluster.running_broker_addresses())).partitions
+    return {}
+
+
+def wait_full_isr(cluster: LocalCluster, scenario: Scenario, what: str) -> None:
+    def full() -> bool:
+        states = partitions_state(cluster)
+        return all((state := states.get((TOPIC, p))) is not None and state.leader >= 0
+                   and len(state.isr) == scenario.replication for p in range(scenario.partitions))
+
+    if not wait_until(full, HEAL_TIMEOUT_S):
+        raise DrillError(f"{what}: not within {HEAL_TIMEOUT_S:.0f} s")
+
+
+def high_watermarks(cluster: LocalCluster, scenario: Scenario) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": cluster.file.bootstrap, "group.id": "drill-watermarks"})
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)[1]
+                for p in range(scenario.partitions)}
+    finally:
+        consumer.close()
+
+
+def wait_until(condition: Callable[[], Any], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+    return True

@@ -1,0 +1,35 @@
+"""The drills `epoch-broker drill SCENARIO` runs: one module per scenario, each with a header saying its
+Behaviour / Faults / Invariants (as the API handlers' headers say theirs), registered here by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from epoch_broker.drill.nemesis import ScheduledFault, make_schedule
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    summary: str
+    faults: tuple[str, ...]  # what the nemesis may draw from (drill/nemesis.py's FAULTS)
+    partitions: int = 3
+    replication: int = 3
+    configs: dict[str, str] = field(default_factory=lambda: {"min.insync.replicas": "2"})
+    duration_s: float = 30.0
+    allow_acks1_loss: bool = False
+    # a scenario with a fixed shape (a rolling restart) plans its own schedule; others draw from `faults`
+    plan: Callable[[int, float, list[str], int], list[ScheduledFault]] | None = None
+
+    def schedule(self, seed: int, duration_s: float, brokers: list[str]) -> list[ScheduledFault]:
+        if self.plan is not None:
+            return self.plan(seed, duration_s, brokers, self.partitions)
+        return make_schedule(list(self.faults), seed, duration_s, brokers, self.partitions)
+
+
+def scenarios() -> dict[str, Scenario]:
+    from epoch_broker.drill.scenarios import chaos, controller_loss, isr_churn, leader_kill, rolling_restart
+
+    return {module.SCENARIO.name: module.SCENARIO
+            for module in (leader_kill, rolling_restart, controller_loss, isr_churn, chaos)}

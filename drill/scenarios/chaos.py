@@ -1,0 +1,13 @@
+"""chaos
+
+Behaviour: the workload of leader-kill under every fault the nemesis knows, drawn at random from the seed,
+one after another: SIGKILL and restart of brokers, leaders and the controller, SIGSTOP past the session
+timeout, clean restarts, followers that stop replicating.
+Faults: all of drill/nemesis.py's FAULTS.
+Invariants: those of leader-kill.
+"""
+
+from epoch_broker.drill.nemesis import FAULTS
+from epoch_broker.drill.scenarios import Scenario
+
+SCENARIO = Scenario("chaos", "every fault, at random from the seed", tuple(FAULTS), duration_s=40.0)

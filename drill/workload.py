@@ -1,0 +1,220 @@
+"""A drill's workload: real clients on the drill's topic, each writing its history (drill/history.py).
+
+- `Producers`: confluent-kafka idempotent producers (acks=all), one thread, values "p<partition>-<n>" counting up
+  per partition, at a steady modest rate (a drill checks outcomes, not throughput, on two cores).
+- `LiveConsumer`: a confluent-kafka consumer assigned every partition from the start with
+  auto.offset.reset=error, so that a truncation its client detects (KIP-320: OffsetForLeaderEpoch after a
+  leader change) is reported, recorded as a `truncation` event, and the consumer seeks to where the broker
+  says the log ends.
+- `Poller`: every broker's own Metadata for the topic (leader, leader epoch: KIP-232 says they never go back)
+  and ListOffsets LATEST from each partition's leader (KIP-207 says it never goes back), over this project's
+  blocking client with a short timeout (a paused broker only delays the poll).
+- `read_back`: after healing, every partition from its log start to its high watermark, as client "reader":
+  the checker's reference of what the cluster kept.
+
+Rules:
+- Each client runs on its own thread and records events as they happen; `stop()` returns once it has stopped.
+- Clients are configured as users configure them; only the timeouts are short, so that a drill of tens of
+  seconds sees retries happen. Their own logs (librdkafka's connection failures during faults) go to the
+  logger given, a file of the report, not to the drill's progress lines.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from epoch_broker.client.blocking import BlockingKafkaClient
+from epoch_broker.drill.history import HistoryWriter
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import list_offsets, metadata
+
+TRUNCATION_OFFSET = re.compile(r"broker end offset is (\d+)")
+
+
+class Worker:
+    """A thread running `step()` until stopped."""
+
+    def __init__(self, name: str) -> None:
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> Worker:
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self.stopping.is_set():
+            self.step()
+        self.finish()
+
+    def step(self) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """Called on the thread once stopped."""
+
+    def stop(self, timeout_s: float = 90.0) -> None:
+        self.stopping.set()
+        self.thread.join(timeout_s)
+
+
+class Producers(Worker):
+    def __init__(self, bootstrap: str, topic: str, partitions: int, history: HistoryWriter, logger: logging.Logger,
+                 rate_per_s: float = 200.0) -> None:
+        super().__init__("drill-producer")
+        self.topic = topic
+        self.partitions = partitions
+        self.history = history
+        self.interval = 1.0 / rate_per_s
+        self.next_number = [0] * partitions
+        self.acked = 0
+        self.failed = 0
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                                  "linger.ms": 5, "message.timeout.ms": 60000,
+                                  "topic.metadata.refresh.interval.ms": 1000, "logger": logger})
+        self._turn = 0
+
+    def _delivered(self, error: KafkaError | None, message: Any) -> None:
+        value = message.value().decode()
+        if error is None:
+            self.acked += 1
+            self.history.record("ack", topic=self.topic, partition=message.partition(), value=value,
+                                offset=message.offset(), error=None, acks="all")
+        else:
+            self.failed += 1
+            self.history.record("ack", topic=self.topic, partition=message.partition(), value=value, offset=None,
+                                error=str(error), acks="all")
+
+    def step(self) -> None:
+        partition = self._turn % self.partitions
+        value = f"p{partition}-{self.next_number[partition]}"
+        try:
+            self.producer.produce(self.topic, value.encode(), partition=partition, on_delivery=self._delivered)
+        except BufferError:
+            self.producer.poll(0.1)
+            return
+        self.history.record("send", topic=self.topic, partition=partition, value=value, acks="all")
+        self.next_number[partition] += 1
+        self._turn += 1
+        self.producer.poll(self.interval)
+
+    def finish(self) -> None:
+        self.producer.flush(60)  # every send gets its outcome (or stays unknown past the timeout)
+
+
+class LiveConsumer(Worker):
+    def __init__(self, bootstrap: str, topic: str, partitions: int, history: HistoryWriter,
+                 logger: logging.Logger) -> None:
+        super().__init__("drill-consumer")
+        self.topic = topic
+        self.history = history
+        self.read = 0
+        self.truncations = 0
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "drill-live-consumer",
+                                  "enable.auto.commit": False, "auto.offset.reset": "error",
+                                  "topic.metadata.refresh.interval.ms": 1000, "logger": logger})
+        self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+
+    def step(self) -> None:
+        message = self.consumer.poll(0.2)
+        if message is None:
+            return
+        error = message.error()
+        if error is None:
+            self.read += 1
+            self.history.record("read", topic=self.topic, partition=message.partition(), offset=message.offset(),
+                                value=message.value().decode(), leader_epoch=_epoch(message))
+        elif error.code() == KafkaError._AUTO_OFFSET_RESET and (found := TRUNCATION_OFFSET.search(error.str())):
+            offset = int(found.group(1))
+            self.truncations += 1
+            self.history.record("truncation", topic=self.topic, partition=message.partition(), offset=offset,
+                                detail=error.str())
+            self.consumer.seek(TopicPartition(self.topic, message.partition(), offset))
+
+    def finish(self) -> None:
+        self.consumer.close()
+
+
+class Poller(Worker):
+    def __init__(self, addresses: Callable[[], dict[int, str]], topic: str, history: HistoryWriter,
+                 interval_s: float = 0.25) -> None:
+        super().__init__("drill-poller")
+        self.addresses = addresses  # node id -> address of the brokers running now
+        self.topic = topic
+        self.history = history
+        self.interval_s = interval_s
+
+    def step(self) -> None:
+        leaders: dict[int, tuple[int, int]] = {}  # partition -> (leader, leader epoch), the newest epoch seen
+        for node, address in self.addresses().items():
+            try:
+                answer = self._ask(address, metadata.API, 12, metadata.REQUEST.cls(
+                    topics=[metadata.REQUEST.MetadataRequestTopic(name=self.topic)],
+                    allow_auto_topic_creation=False))
+            except OSError:
+                continue  # paused or just killed: its silence is in the fault events
+            for topic in answer.topics:
+                for p in topic.partitions if topic.name == self.topic else []:
+                    self.history.record("metadata", broker=node, topic=self.topic, partition=p.partition_index,
+                                        leader=p.leader_id, leader_epoch=p.leader_epoch)
+                    if p.leader_id >= 0 and p.leader_epoch >= leaders.get(p.partition_index, (-1, -1))[1]:
+                        leaders[p.partition_index] = (p.leader_id, p.leader_epoch)
+        addresses = self.addresses()
+        for partition, (leader, epoch) in sorted(leaders.items()):
+            if leader in addresses:
+                self._latest(leader, addresses[leader], partition, epoch)
+        self.stopping.wait(self.interval_s)
+
+    def _latest(self, node: int, address: str, partition: int, epoch: int) -> None:
+        request = list_offsets.REQUEST.cls(replica_id=-1, isolation_level=0, topics=[
+            list_offsets.REQUEST.ListOffsetsTopic(name=self.topic, partitions=[
+                list_offsets.REQUEST.ListOffsetsPartition(partition_index=partition, timestamp=-1,
+                                                          current_leader_epoch=epoch)])])
+        try:
+            answer = self._ask(address, list_offsets.API, 7, request).topics[0].partitions[0]
+        except OSError:
+            return
+        error = None if answer.error_code == ErrorCode.NONE else ErrorCode(answer.error_code).name
+        self.history.record("latest", broker=node, topic=self.topic, partition=partition,
+                            offset=answer.offset if error is None else None, error=error)
+
+    @staticmethod
+    def _ask(address: str, api: Any, version: int, request: Any) -> Any:
+        with BlockingKafkaClient.connect(address, "epoch-broker-drill-poller", timeout_s=1.0) as client:
+            return client.request(api, version, request)
+
+
+def read_back(bootstrap: str, topic: str, ends: dict[int, int], history: HistoryWriter, logger: logging.Logger,
+              timeout_s: float = 60.0) -> int:
+    """Every record of each partition up to its high watermark in `ends`, as `read` events; the count."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "drill-reader", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "logger": logger})
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+        positions = dict.fromkeys(ends, 0)
+        count = 0
+        deadline = time.monotonic() + timeout_s
+        while any(positions[p] < ends[p] for p in ends):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"read back up to {positions} of high watermarks {ends} in {timeout_s:.0f} s")
+            for message in consumer.consume(num_messages=1000, timeout=0.5):
+                if message.error() is not None:
+                    continue
+                history.record("read", topic=topic, partition=message.partition(), offset=message.offset(),
+                               value=message.value().decode(), leader_epoch=_epoch(message))
+                positions[message.partition()] = message.offset() + 1
+                count += 1
+        return count
+    finally:
+        consumer.close()
+
+
+def _epoch(message: Any) -> int:
+    epoch = message.leader_epoch()
+    return -1 if epoch is None else epoch

@@ -1,0 +1,368 @@
+"""The history format (drill/history.py) and the checker (drill/checker.py) on synthetic histories: no cluster.
+
+Every test writes a clean drill with HistoryWriter, adds one anomaly, and asserts that exactly the invariant
+meant to catch it fails, with the right count and an example that names where and who.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from epoch_broker.drill import checker
+from epoch_broker.drill.checker import CheckResult, check_directory
+from epoch_broker.drill.history import HistoryError, HistoryWriter, read_history
+
+TOPIC = "t"
+CLEAN = {0: 5, 1: 3}  # partition -> records in the clean drill
+INVARIANTS = ["lost", "duplicated", "inconsistent_offsets", "non_monotonic", "unseen", "epoch_regression",
+              "latest_regression", "undetected_truncation", "replicas_consistent"]
+
+
+class Drill:
+    """One synthetic history directory: a writer per client, opened on first use."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.writers: dict[str, HistoryWriter] = {}
+
+    def __call__(self, client: str) -> HistoryWriter:
+        if client not in self.writers:
+            self.writers[client] = HistoryWriter(self.directory, client)
+        return self.writers[client]
+
+    def produce(self, partition: int, value: str, offset: int | None, *, acks: str = "all",
+                error: str | None = None, client: str = "producer") -> None:
+        self(client).record("send", topic=TOPIC, partition=partition, value=value, acks=acks)
+        self(client).record("ack", topic=TOPIC, partition=partition, value=value, offset=offset, error=error,
+                            acks=acks)
+
+    def read(self, client: str, partition: int, offset: int, value: str) -> None:
+        self(client).record("read", topic=TOPIC, partition=partition, offset=offset, value=value, leader_epoch=1)
+
+    def truncation(self, client: str, partition: int, offset: int) -> None:
+        self(client).record("truncation", topic=TOPIC, partition=partition, offset=offset,
+                            detail=f"truncated to {offset}")
+
+    def metadata(self, broker: int, epoch: int, partition: int = 0) -> None:
+        self("poller").record("metadata", broker=broker, topic=TOPIC, partition=partition, leader=broker,
+                              leader_epoch=epoch)
+
+    def latest(self, broker: int, offset: int | None, error: str | None = None) -> None:
+        self("poller").record("latest", broker=broker, topic=TOPIC, partition=0, offset=offset, error=error)
+
+    def replica_log(self, broker: int, high_watermark: int, batches: list[list[int]],
+                    epoch_checkpoint: list[list[int]]) -> None:
+        self("reader").record("replica_log", broker=broker, topic=TOPIC, partition=0, high_watermark=high_watermark,
+                              batches=batches, epoch_checkpoint=epoch_checkpoint)
+
+    def check(self, **options: Any) -> CheckResult:
+        self.close()
+        return check_directory(self.directory, **options)
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+        self.writers.clear()
+
+
+@pytest.fixture
+def drill(tmp_path: Path) -> Drill:
+    """A clean drill: acks=all records read by a consumer and read back, a healed fault, rising polls."""
+    history = Drill(tmp_path / "history")
+    history("nemesis").record("fault", fault="kill", target="broker-0", phase="start", detail="SIGKILL")
+    for partition, count in CLEAN.items():
+        for offset in range(count):
+            history.produce(partition, f"p{partition}-{offset}", offset)
+            history.read("consumer", partition, offset, f"p{partition}-{offset}")
+    history.metadata(broker=0, epoch=1)
+    history.metadata(broker=1, epoch=2)
+    history.latest(broker=0, offset=3)
+    history.latest(broker=1, offset=5)
+    history("nemesis").record("fault", fault="kill", target="broker-0", phase="end", detail=None)
+    for partition, count in CLEAN.items():
+        for offset in range(count):
+            history.read("reader", partition, offset, f"p{partition}-{offset}")
+    return history
+
+
+def failed(result: CheckResult) -> dict[str, int]:
+    return {invariant.name: invariant.count for invariant in result.invariants if not invariant.passed}
+
+
+# --- the history format
+
+
+def test_a_writer_flushes_every_line_and_the_reader_sorts_all_files_by_time(tmp_path: Path) -> None:
+    first, second = HistoryWriter(tmp_path, "a"), HistoryWriter(tmp_path, "b")
+    first.record("fault", fault="kill", target="broker-1", phase="start", detail=None)
+    second.record("fault", fault="kill", target="broker-1", phase="end", detail=None)
+    first.record("custom", anything=[1, 2])  # ops the checker does not know are kept
+    # nothing closed yet: a crashed drill keeps its lines
+    events = read_history(tmp_path)
+    assert [(e["client"], e["op"]) for e in events] == [("a", "fault"), ("b", "fault"), ("a", "custom")]
+    assert [e["time"] for e in events] == sorted(e["time"] for e in events)
+    first.close()
+    second.close()
+
+
+def test_a_writer_shared_by_threads_never_tears_a_line(tmp_path: Path) -> None:
+    with HistoryWriter(tmp_path, "producer") as writer:
+        def send(thread: int) -> None:
+            for n in range(200):
+                writer.record("send", topic=TOPIC, partition=thread, value=f"p{thread}-{n}", acks="all")
+
+        threads = [threading.Thread(target=send, args=(t,)) for t in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(read_history(tmp_path)) == 800
+
+
+@pytest.mark.parametrize(("op", "fields", "message"), [
+    ("send", {"topic": TOPIC, "partition": "0", "value": "v", "acks": "all"}, "'partition' is \"0\", expected int"),
+    ("send", {"topic": TOPIC, "partition": 0, "value": "v", "acks": "-1"}, "'acks' is '-1'"),
+    ("ack", {"topic": TOPIC, "partition": 0, "value": "v", "acks": "all"}, "the ack event lacks 'offset'"),
+    ("read", {"topic": TOPIC, "partition": 0, "offset": True, "value": "v", "leader_epoch": 1}, "expected int"),
+    ("send", {"time": 1.0, "topic": TOPIC, "partition": 0, "value": "v", "acks": "all"}, "stamps time"),
+])
+def test_a_writer_refuses_an_event_the_format_does_not_allow(tmp_path: Path, op: str, fields: dict[str, Any],
+                                                              message: str) -> None:
+    with HistoryWriter(tmp_path, "producer") as writer, pytest.raises(ValueError, match=message):
+        writer.record(op, **fields)
+
+
+def test_a_malformed_line_is_named_by_file_and_line(tmp_path: Path) -> None:
+    with HistoryWriter(tmp_path, "producer") as writer:
+        writer.record("send", topic=TOPIC, partition=0, value="v", acks="all")
+    with (tmp_path / "producer.jsonl").open("a") as file:
+        file.write('{"time": 2.0, "client": "producer", "op": "send", "topic": "t"\n')
+    with pytest.raises(HistoryError, match=r"producer\.jsonl:2: .*delimiter"):
+        read_history(tmp_path)
+
+
+# --- the invariants
+
+
+def test_a_clean_history_breaks_no_invariant(drill: Drill) -> None:
+    result = drill.check()
+    assert result.passed
+    assert [invariant.name for invariant in result.invariants] == INVARIANTS
+    assert all(invariant.count == 0 and invariant.examples == [] for invariant in result.invariants)
+    assert result.invariant("replicas_consistent").note == "no replica logs"
+    figures = result.figures
+    assert (figures["sent"], figures["acked"], figures["failed"], figures["unknown"]) == (8, 8, 0, 0)
+    assert (figures["read"], figures["final_read"], figures["faults_applied"]) == (16, 8, 1)
+    assert (figures["truncations_reported"], figures["truncations_detected"], figures["acks1_lost"]) == (0, 0, 0)
+
+
+def test_an_acknowledged_record_missing_from_the_final_log_is_lost(drill: Drill) -> None:
+    drill.produce(0, "p0-5", 5)
+    drill.produce(0, "p0-6", None, error="REQUEST_TIMED_OUT")  # not acknowledged: may be missing
+    result = drill.check()
+    assert failed(result) == {"lost": 1}
+    (example,) = result.invariant("lost").examples
+    assert "t-0 'p0-5': acked at offset 5 (acks=all) to producer at +" in example
+    assert result.figures["failed"] == 1
+
+
+def test_a_lost_acks1_record_fails_unless_allowed_and_its_reused_offset_is_then_no_anomaly(drill: Drill) -> None:
+    drill.produce(0, "p0-5", 5, acks="1")  # the leader acknowledged it alone, then lost it
+    drill.produce(0, "p0-6", 5, acks="1")  # the new leader gave its offset to the next record
+    drill.read("reader", 0, 5, "p0-6")
+    strict = drill.check()
+    assert failed(strict) == {"lost": 1, "inconsistent_offsets": 1, "non_monotonic": 1}
+    assert strict.figures["acks1_lost"] == 1
+    allowed = check_directory(drill.directory, allow_acks1_loss=True)
+    assert allowed.passed
+    assert allowed.figures["acks1_lost"] == 1
+    assert "acks=1 losses allowed" in allowed.invariant("lost").note
+
+
+def test_a_value_read_back_twice_is_duplicated(drill: Drill) -> None:
+    drill.read("reader", 0, 5, "p0-2")  # at a second offset
+    drill.read("reader", 1, 3, "p0-4")  # in a partition it was never sent to
+    result = drill.check()
+    assert failed(result) == {"duplicated": 2}
+    at_two_offsets, in_two_partitions = result.invariant("duplicated").examples
+    assert at_two_offsets.startswith("t-0 'p0-2': the final reader (reader) read it at offsets 2, 5 (first at +")
+    assert in_two_partitions == "t 'p0-4': the final reader (reader) read it in partitions 0, 1, never sent to 1"
+
+
+def test_two_values_at_one_offset_are_inconsistent(drill: Drill) -> None:
+    drill.read("other-consumer", 0, 3, "p0-9")
+    result = drill.check()
+    assert failed(result) == {"inconsistent_offsets": 1, "undetected_truncation": 1}
+    (example,) = result.invariant("inconsistent_offsets").examples
+    assert example.startswith("t-0 offset 3: 'p0-3' acked to producer at +")
+    assert "'p0-9' read by other-consumer at +" in example
+
+
+def test_an_acknowledged_offset_holding_another_value_in_the_final_log_is_inconsistent(tmp_path: Path) -> None:
+    history = Drill(tmp_path)
+    history.produce(0, "p0-0", 0)
+    history.produce(0, "p0-1", 1)
+    history.read("reader", 0, 0, "p0-0")
+    history.read("reader", 0, 1, "p0-1")
+    history.read("reader", 0, 2, "p0-1")  # where the acknowledged record now sits
+    history.produce(0, "p0-x", 2)
+    result = history.check()
+    assert failed(result) == {"inconsistent_offsets": 1, "lost": 1, "duplicated": 1}
+    (example,) = result.invariant("inconsistent_offsets").examples
+    assert example.startswith("t-0 offset 2: 'p0-1' read by reader at +")
+    assert "'p0-x' acked to producer at +" in example
+
+
+def test_a_producer_acknowledged_at_a_lower_offset_than_an_earlier_send_is_non_monotonic(drill: Drill) -> None:
+    for value in ("p0-5", "p0-6"):
+        drill("producer").record("send", topic=TOPIC, partition=0, value=value, acks="all")
+    for value, offset in (("p0-6", 5), ("p0-5", 6)):  # acks in the other order are fine; offsets are not
+        drill("producer").record("ack", topic=TOPIC, partition=0, value=value, offset=offset, error=None, acks="all")
+        drill.read("reader", 0, offset, value)
+    result = drill.check()
+    assert failed(result) == {"non_monotonic": 1}
+    (example,) = result.invariant("non_monotonic").examples
+    assert example.startswith("producer t-0: 'p0-6' acked at offset 5 (+")
+    assert example.endswith("), sent after 'p0-5' acked at offset 6")
+
+
+def test_a_consumer_going_back_is_non_monotonic_unless_it_reported_a_truncation(drill: Drill) -> None:
+    drill.read("consumer", 0, 2, "p0-2")
+    result = drill.check()
+    assert failed(result) == {"non_monotonic": 1}
+    (example,) = result.invariant("non_monotonic").examples
+    assert example.startswith("consumer t-0: read offset 2 ('p0-2') at +")
+    assert ", after offset 4 at +" in example
+
+    drill.close()
+    (drill.directory / "consumer.jsonl").write_text("")
+    for offset in (0, 1, 2):
+        drill.read("consumer", 0, offset, f"p0-{offset}")
+    drill.truncation("consumer", 0, 1)
+    drill.read("consumer", 0, 1, "p0-1")
+    drill.read("consumer", 0, 2, "p0-2")
+    assert drill.check().passed
+
+    drill.truncation("consumer", 0, 2)
+    drill.read("consumer", 0, 1, "p0-1")  # back past the truncation it reported
+    (example,) = drill.check().invariant("non_monotonic").examples
+    assert ", after its truncation to offset 2 at +" in example
+
+
+def test_a_brokers_leader_epoch_going_back_is_an_epoch_regression(drill: Drill) -> None:
+    drill.metadata(broker=1, epoch=1)  # broker 1 said 2 before
+    drill.metadata(broker=2, epoch=1)  # another broker that lags is no regression
+    result = drill.check()
+    assert failed(result) == {"epoch_regression": 1}
+    (example,) = result.invariant("epoch_regression").examples
+    assert example.startswith("t-0 from broker 1 to poller: leader epoch 2 (leader 1) at +")
+    assert ", then 1 (leader 1) at +" in example
+
+
+def test_latest_going_back_across_leaders_is_a_latest_regression(drill: Drill) -> None:
+    drill.latest(broker=2, offset=None, error="NOT_LEADER_OR_FOLLOWER")  # errors do not count
+    drill.latest(broker=2, offset=4)
+    result = drill.check()
+    assert failed(result) == {"latest_regression": 1}
+    (example,) = result.invariant("latest_regression").examples
+    assert example.startswith("t-0 to poller: LATEST 5 from broker 1 at +")
+    assert ", then 4 from broker 2 at +" in example
+
+
+def test_a_replaced_read_is_an_undetected_truncation_until_its_consumer_reports_one(tmp_path: Path) -> None:
+    history = Drill(tmp_path)
+    history.truncation("consumer", 0, 0)  # before the reads: it covers none of them
+    for offset, value in enumerate(["p0-0", "old-1", "old-2", "p0-3"]):
+        history.read("consumer", 0, offset, value)
+    for offset, value in enumerate(["p0-0", "p0-1"]):
+        history.read("reader", 0, offset, value)
+    history.read("reader", 0, 3, "p0-3")  # offset 2 is gone from the final log
+    result = history.check()
+    assert failed(result) == {"undetected_truncation": 2, "inconsistent_offsets": 1}
+    assert [example.split(" at +")[0] for example in result.invariant("undetected_truncation").examples] == [
+        "t-0 offset 1: consumer read 'old-1'", "t-0 offset 2: consumer read 'old-2'"]
+    assert "the final log has 'p0-1' there, and consumer reported no truncation at or below 1 after it" in (
+        result.invariant("undetected_truncation").examples[0])
+    assert "the final log has no record there" in result.invariant("undetected_truncation").examples[1]
+
+    history.truncation("consumer", 0, 1)
+    reported = history.check()
+    assert reported.passed
+    assert (reported.figures["truncations_detected"], reported.figures["truncations_reported"]) == (2, 2)
+
+
+BATCHES = [[0, 4, 1, 111], [5, 9, 2, 222], [10, 12, 2, 333]]
+CHECKPOINT = [[1, 0], [2, 5]]
+
+
+def test_replicas_differing_below_the_high_watermark_are_inconsistent(drill: Drill) -> None:
+    drill.replica_log(0, 13, BATCHES, CHECKPOINT)
+    drill.replica_log(1, 10, [BATCHES[0], [5, 9, 2, 999]], [[1, 0], [3, 5]])
+    drill.replica_log(2, 10, BATCHES[:2], CHECKPOINT)
+    result = drill.check()
+    assert failed(result) == {"replicas_consistent": 2}
+    assert result.invariant("replicas_consistent").examples == [
+        "t-0 below high watermark 10: batch #1: broker 0 has [5, 9, 2, 222], broker 1 [5, 9, 2, 999] "
+        "([base, last, epoch, crc])",
+        "t-0 epoch checkpoint below high watermark 10: broker 0 has [[1, 0], [2, 5]], broker 1 [[1, 0], [3, 5]]",
+    ]
+
+
+def test_replicas_may_differ_at_and_above_the_high_watermark(drill: Drill) -> None:
+    drill.replica_log(0, 10, BATCHES, [*CHECKPOINT, [3, 10]])
+    drill.replica_log(1, 10, [*BATCHES[:2], [10, 11, 3, 444]], [*CHECKPOINT, [4, 10]])
+    drill.replica_log(2, 12, BATCHES[:2], CHECKPOINT)
+    result = drill.check()
+    assert result.passed
+    assert result.invariant("replicas_consistent").note.startswith("replicas' batches")
+
+
+def test_sends_without_outcome_or_record_are_unseen_and_fail_nothing(drill: Drill) -> None:
+    drill("producer").record("send", topic=TOPIC, partition=0, value="p0-5", acks="all")
+    drill("producer").record("send", topic=TOPIC, partition=0, value="p0-6", acks="all")
+    drill.read("reader", 0, 5, "p0-6")  # its outcome is unknown, but it is in the final log
+    result = drill.check()
+    assert result.passed
+    unseen = result.invariant("unseen")
+    assert (unseen.passed, unseen.count, result.figures["unknown"]) == (True, 1, 2)
+    assert unseen.examples[0].startswith("t-0 'p0-5': sent by producer at +")
+
+
+# --- the command
+
+
+def test_main_exits_0_when_everything_holds_and_1_with_the_examples_when_not(
+        drill: Drill, capsys: pytest.CaptureFixture[str]) -> None:
+    drill.close()
+    assert checker.main([str(drill.directory)]) == 0
+    assert "verdict: PASS" in capsys.readouterr().out
+    drill.produce(0, "p0-5", 5)
+    drill.close()
+    assert checker.main([str(drill.directory)]) == 1
+    out = capsys.readouterr().out
+    assert "  FAIL  lost" in out and "FAIL lost (1):\n  t-0 'p0-5': acked at offset 5" in out
+    assert "verdict: FAIL (lost)" in out
+    assert checker.main([str(drill.directory), "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["passed"] is False and document["figures"]["acked"] == 9
+    assert checker.main([str(drill.directory), "--final-reader", "consumer"]) == 1  # it never read p0-5 either
+
+
+def test_main_exits_2_with_one_line_for_a_missing_empty_or_malformed_history(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert checker.main([str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err == f"epoch-broker drill check: {tmp_path / 'missing'}: no such directory\n"
+    assert checker.main([str(tmp_path)]) == 2
+    assert "no *.jsonl history files" in capsys.readouterr().err
+    (tmp_path / "empty.jsonl").write_text("")
+    assert checker.main([str(tmp_path)]) == 2
+    assert "holds no events" in capsys.readouterr().err
+    (tmp_path / "bad.jsonl").write_text('{"time": 1.0, "client": "c", "op": "read"}\n')
+    assert checker.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"epoch-broker drill check: {tmp_path / 'bad.jsonl'}:1: the read event lacks 'topic'\n"
+

@@ -1,0 +1,83 @@
+"""`epoch-broker drill` end to end (issue 12): real cluster processes, real clients, a seeded fault schedule, the
+checker's verdict and the report; the schedule's determinism; replay; attaching to a running cluster."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+from epoch_broker.drill.nemesis import FAULTS, make_schedule
+from epoch_broker.drill.scenarios import scenarios
+
+from tests.cluster.support import start_cluster
+
+BROKERS = ["broker-0", "broker-1", "broker-2"]
+
+
+def drill(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "epoch_broker", "drill", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+def fault_starts(out: Path) -> list[tuple[str, str]]:
+    events = [json.loads(line) for line in (out / "history" / "nemesis.jsonl").read_text().splitlines()]
+    return [(e["fault"], e["target"]) for e in events if e["op"] == "fault" and e["phase"] == "start"]
+
+
+def test_the_same_seed_gives_the_same_schedule_and_another_seed_another() -> None:
+    for scenario in scenarios().values():
+        first = scenario.schedule(42, 30.0, BROKERS)
+        assert first == scenario.schedule(42, 30.0, BROKERS)
+        assert first, scenario.name
+        assert all(f.fault in scenario.faults and f.at_s + f.duration_s <= 30.0 for f in first)
+        assert all(a.at_s + a.duration_s < b.at_s for a, b in pairwise(first))  # no overlap
+    chaos = list(FAULTS)
+    assert make_schedule(chaos, 1, 60.0, BROKERS, 3) != make_schedule(chaos, 2, 60.0, BROKERS, 3)
+    assert [f.target for f in scenarios()["rolling-restart"].schedule(5, 30.0, BROKERS)] == BROKERS
+
+
+@pytest.mark.slow
+def test_a_leader_kill_drill_passes_its_invariants_and_a_replay_applies_the_same_faults(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    run = drill("leader-kill", "--seed", "7", "--duration", "12", "--out", str(out), cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-3000:]
+    assert "phase: faults" in run.stdout and "PASS" in run.stdout
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    assert report["check"]["passed"] is True
+    assert report["check"]["figures"]["acked"] > 100
+    assert [f["fault"] for f in report["schedule"]] == ["leader-kill"] * len(report["schedule"])
+    assert len(fault_starts(out)) == len(report["schedule"]) >= 2
+    page = (out / "report.html").read_text()
+    assert "<svg" in page and "class='leader'" in page and "id='invariants'" in page
+
+    again = tmp_path / "replay"
+    run = drill("leader-kill", "--replay", str(out), "--out", str(again), cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-3000:]
+    assert json.loads((again / "schedule.json").read_text()) == json.loads((out / "schedule.json").read_text())
+    assert [fault for fault, _ in fault_starts(again)] == [fault for fault, _ in fault_starts(out)]
+
+
+@pytest.mark.slow
+def test_a_drill_attaches_to_a_running_cluster_and_leaves_it_running(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path, brokers=3)
+    try:
+        run = drill("isr-churn", "--seed", "3", "--duration", "10", "--cluster", str(cluster.directory),
+                    "--out", str(tmp_path / "report"), cwd=tmp_path)
+        assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-3000:]
+        assert "attaching to the cluster" in run.stdout and "stopping the cluster" not in run.stdout
+        status = cluster.admin("status")
+        assert status.returncode == 0 and status.stdout.count(" running") == 4, status.stdout
+    finally:
+        cluster.stop()
+
+
+def test_bad_arguments_get_one_line_and_status_2(tmp_path: Path) -> None:
+    run = drill("no-such-scenario", cwd=tmp_path)
+    assert run.returncode == 2 and "unknown scenario 'no-such-scenario'" in run.stderr
+    run = drill("leader-kill", "--replay", str(tmp_path / "missing"), cwd=tmp_path)
+    assert run.returncode == 2 and "is not a drill schedule" in run.stderr
