@@ -114,8 +114,9 @@ def _partition_svg(topic: str, partition: int, events: list[Event], faults: list
     out = [f"<h3>{_e(topic)}-{partition}</h3><svg width='{WIDTH}' height='{height}' "
            f"data-partition='{partition}' xmlns='http://www.w3.org/2000/svg'>"]
     for start, stop, label in faults:
-        out.append(f"<rect x='{x(start):.1f}' y='0' width='{max(x(stop) - x(start), 1):.1f}' height='{height - 14}' "
-                   f"fill='#999' opacity='0.25'><title>{_e(label)}</title></rect>")
+        out.append(f"<rect class='fault' x='{x(start):.1f}' y='0' width='{max(x(stop) - x(start), 1):.1f}' "
+                   f"height='{height - 14}' fill='#999' opacity='0.25'><title>{_e(label)}</title></rect>"
+                   f"<text x='{x(start) + 2:.1f}' y='{BAND_H + 11}' font-size='9' fill='#333'>{_e(label)}</text>")
     # the leader as the newest epoch any broker reported, in bands
     newest = (-1, -1)
     bands: list[list[Any]] = []  # [start, end, leader, epoch]
@@ -149,7 +150,8 @@ def _partition_svg(topic: str, partition: int, events: list[Event], faults: list
     for second, count in per_second.items():
         bar = count / top * (RATE_H - 4)
         out.append(f"<rect x='{x(origin + second):.1f}' y='{BAND_H + RATE_H - bar + 4:.1f}' "
-                   f"width='{max(x(origin + second + 1) - x(origin + second) - 1, 1):.1f}' height='{bar:.1f}' "
+                   f"width='{max(min(x(origin + second + 1), WIDTH - MARGIN) - x(origin + second) - 1, 1):.1f}' "
+                   f"height='{bar:.1f}' "
                    f"fill='#59a14f'><title>{count} acked in second {second}</title></rect>")
     for event in events:
         if event["op"] == "truncation" and (event["topic"], event["partition"]) == (topic, partition):

@@ -38,6 +38,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from epoch_broker.drill import admin, checker, launcher, report
 from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.drill.nemesis import Nemesis, ScheduledFault, load_schedule, save_schedule
+from epoch_broker.drill.replicas import replica_logs
 from epoch_broker.drill.scenarios import Scenario, scenarios
 from epoch_broker.drill.targets import LocalCluster
 from epoch_broker.drill.workload import LiveConsumer, Poller, Producers, read_back
@@ -157,8 +158,8 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
     create_topic(bootstrap, scenario)
     wait_full_isr(cluster, scenario, "the topic's partitions led, with full ISRs")
     histories = [HistoryWriter(out / "history", name) for name in ("producer", "consumer", "poller", "nemesis",
-                                                                   "reader")]
-    producer_history, consumer_history, poller_history, nemesis_history, reader_history = histories
+                                                                   "reader", "replicas")]
+    producer_history, consumer_history, poller_history, nemesis_history, reader_history, replicas_history = histories
     logs = client_logger(out / "client.log")
     try:
         producers = Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs).start()
@@ -183,6 +184,10 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
         wait_until(lambda: consumer.read >= sum(ends.values()), 15.0)  # let it catch up (it may have re-read)
         consumer.stop()
         say(f"  {read_back(bootstrap, TOPIC, ends, reader_history, logs)} records read back up to {ends}")
+        logs_on_disk = replica_logs_caught_up(cluster, ends)
+        for replica in logs_on_disk:
+            replicas_history.record("replica_log", **replica)
+        say(f"  {len(logs_on_disk)} replica logs read from the brokers' disks")
         phase("")
     finally:
         for history in histories:
@@ -264,6 +269,19 @@ def high_watermarks(cluster: LocalCluster, scenario: Scenario) -> dict[int, int]
                 for p in range(scenario.partitions)}
     finally:
         consumer.close()
+
+
+def replica_logs_caught_up(cluster: LocalCluster, ends: dict[int, int]) -> list[dict[str, Any]]:
+    """Every replica's log once each holds every batch below the high watermark (followers may still be fetching
+    the last ones when the producers stop); after HEAL_TIMEOUT_S, as they are (the checker then names the gap)."""
+    found: list[dict[str, Any]] = []
+
+    def caught_up() -> bool:
+        found[:] = replica_logs(cluster, TOPIC, ends)
+        return all(log["high_watermark"] <= (log["batches"][-1][1] + 1 if log["batches"] else 0) for log in found)
+
+    wait_until(caught_up, HEAL_TIMEOUT_S)
+    return found
 
 
 def wait_until(condition: Callable[[], Any], timeout_s: float) -> bool:
