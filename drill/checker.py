@@ -164,14 +164,17 @@ class _History:
         return self.by_op.get(op, [])
 
 
-def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_loss: bool = False) -> CheckResult:
-    """Check a drill's events (any order; they are sorted by time) against every invariant."""
+def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_loss: bool = False,
+          allow_unclean: bool = False) -> CheckResult:
+    """Check a drill's events (any order; they are sorted by time) against every invariant. `allow_unclean`: the
+    drill elects uncleanly on purpose, so LATEST may go back where the log was truncated (KIP-207 holds only for
+    clean elections); such regressions are counted and shown, not failures."""
     history = _History.build(events, final_reader)
     lost, forgiven, acks1_lost = _lost(history, allow_acks1_loss)
     undetected, detected = _undetected_truncation(history)
     invariants = [lost, _duplicated(history), _inconsistent_offsets(history, forgiven),
                   _non_monotonic(history, forgiven), _unseen(history), _epoch_regression(history),
-                  _latest_regression(history), undetected, _replicas_consistent(history)]
+                  _latest_regression(history, allow_unclean), undetected, _replicas_consistent(history)]
     acks = [event for _, event in history.of_op("ack")]
     figures: dict[str, int | float] = {
         "events": len(history.events),
@@ -190,12 +193,13 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
     return CheckResult(invariants, figures, history.start)
 
 
-def check_directory(path: Path, *, final_reader: str = FINAL_READER, allow_acks1_loss: bool = False) -> CheckResult:
+def check_directory(path: Path, *, final_reader: str = FINAL_READER, allow_acks1_loss: bool = False,
+                    allow_unclean: bool = False) -> CheckResult:
     """Read and check a history directory; HistoryError if it is missing, malformed or holds no event."""
     events = read_history(Path(path))
     if not events:
         raise HistoryError(f"{path}: the history holds no events")
-    return check(events, final_reader=final_reader, allow_acks1_loss=allow_acks1_loss)
+    return check(events, final_reader=final_reader, allow_acks1_loss=allow_acks1_loss, allow_unclean=allow_unclean)
 
 
 def _lost(history: _History, allow_acks1_loss: bool) -> tuple[Invariant, set[Record], int]:
@@ -325,7 +329,7 @@ def _epoch_regression(history: _History) -> Invariant:
     return found.verdict("epoch_regression", "each broker's Metadata answers never go back in leader epoch")
 
 
-def _latest_regression(history: _History) -> Invariant:
+def _latest_regression(history: _History, allow_unclean: bool) -> Invariant:
     found = _Findings()
     last: dict[tuple[str, TopicPartition], Event] = {}
     for _, event in history.of_op("latest"):
@@ -338,7 +342,11 @@ def _latest_regression(history: _History) -> Invariant:
                       f"{before['broker']} at {history.at(before)}, then {event['offset']} from broker "
                       f"{event['broker']} at {history.at(event)}")
         last[key] = event
-    return found.verdict("latest_regression", "ListOffsets LATEST answers never go back, whichever broker led")
+    note = "ListOffsets LATEST answers never go back, whichever broker led"
+    if allow_unclean:
+        return Invariant("latest_regression", True, found.count, found.examples,
+                         note + " (unclean elections allowed: where they truncated, counted, not failed)")
+    return found.verdict("latest_regression", note)
 
 
 def _undetected_truncation(history: _History) -> tuple[Invariant, int]:
@@ -421,6 +429,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"the client whose reads are the read-back after healing (default {FINAL_READER})")
     parser.add_argument("--allow-acks1-loss", action="store_true",
                         help="a lost acks=1 record is no failure (it is still counted)")
+    parser.add_argument("--allow-unclean", action="store_true",
+                        help="the drill elected uncleanly: LATEST going back is counted, not failed")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -428,7 +438,7 @@ def run(args: argparse.Namespace) -> int:
     """0 when every invariant holds, 1 when one fails, 2 when the history cannot be read."""
     try:
         result = check_directory(args.history, final_reader=args.final_reader,
-                                 allow_acks1_loss=args.allow_acks1_loss)
+                                 allow_acks1_loss=args.allow_acks1_loss, allow_unclean=args.allow_unclean)
     except HistoryError as exc:
         print(f"epoch-broker drill check: {exc}", file=sys.stderr)
         return 2

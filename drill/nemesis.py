@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from epoch_broker.broker.faults import REPLICATION_PAUSED
-from epoch_broker.drill import admin
+from epoch_broker.broker.faults import POWER_LOSS, REPLICATION_PAUSED
+from epoch_broker.drill import admin, launcher
 from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.drill.targets import LocalCluster
 
@@ -48,6 +48,11 @@ FAULTS: dict[str, FaultKind] = {
     "controller-kill": FaultKind("SIGKILL the controller, start it again after the duration", "controller",
                                  (1.0, 4.0)),
     "controller-pause": FaultKind("SIGSTOP the controller, SIGCONT after the duration", "controller", (1.0, 4.0)),
+    "power-loss": FaultKind(f"set {POWER_LOSS} on a broker: it exits at once, losing what it had not synced; "
+                            "start it again after the duration", "broker", (1.0, 3.0)),
+    "unclean-election": FaultKind(f"a follower of a partition stops replicating ({REPLICATION_PAUSED}) while the "
+                                  "leader takes writes alone; when the duration is up it is elected uncleanly, "
+                                  "truncating what only the leader had", "leader", (3.5, 5.0)),
     "replication-paused": FaultKind(f"set {REPLICATION_PAUSED} on a broker (it stops fetching: the leaders drop "
                                     "it from their ISRs), clear it after the duration", "broker", (3.0, 6.0)),
 }
@@ -104,6 +109,8 @@ class Nemesis:
 
     def start(self, fault: ScheduledFault) -> Callable[[], None]:
         """Apply `fault`; returns what heals it."""
+        if fault.fault == "unclean-election":
+            return self._unclean_election(fault)
         target = self._resolve(fault.target)
         self.history.record("fault", fault=fault.fault, target=target, phase="start",
                             detail=FAULTS[fault.fault].description)
@@ -118,6 +125,11 @@ class Nemesis:
         elif fault.fault == "restart":
             self.cluster.restart(target)
             heal = lambda: None  # noqa: E731 - done when it is ready again
+        elif fault.fault == "power-loss":
+            self._hook(target, {POWER_LOSS: "true"}, [])
+            if not launcher.wait_exit(self.cluster.spec(target), launcher.STOP_TIMEOUT_S):
+                raise RuntimeError(f"{target} still runs after {POWER_LOSS}")
+            heal = lambda: self.cluster.restart(target)  # noqa: E731
         elif fault.fault == "replication-paused":
             self._hook(target, {REPLICATION_PAUSED: "true"}, [])
             heal = lambda: self._hook(target, {}, [REPLICATION_PAUSED])  # noqa: E731
@@ -130,15 +142,39 @@ class Nemesis:
 
         return healed
 
-    def _resolve(self, target: str) -> str:
-        if not target.startswith("leader:"):
-            return target
-        partition = int(target.partition(":")[2])
+    def _unclean_election(self, fault: ScheduledFault) -> Callable[[], None]:
+        """The follower stops replicating now; the election comes at the end of the duration (the truncation is
+        the fault's effect), then the follower replicates again, now as the leader."""
+        partition = int(fault.target.partition(":")[2])
+        state = self._state(partition)
+        follower = next(r for r in state.replicas if r != state.leader)
+        target = self.cluster.name_of(follower)
+        self.history.record("fault", fault=fault.fault, target=target, phase="start",
+                            detail=f"{self.topic}-{partition}: {target} stops replicating from leader "
+                                   f"{self.cluster.name_of(state.leader)}")
+        self.applied += 1
+        self._hook(target, {REPLICATION_PAUSED: "true"}, [])
+
+        def healed() -> None:
+            outcome = asyncio.run(admin.elect(self.cluster.file.controller.address, self.topic, partition, follower,
+                                              unclean=True))
+            self._hook(target, {}, [REPLICATION_PAUSED])
+            self.history.record("fault", fault=fault.fault, target=target, phase="end",
+                                detail=f"unclean election of {target} for {self.topic}-{partition}: {outcome}")
+
+        return healed
+
+    def _state(self, partition: int) -> admin.PartitionState:
         state = asyncio.run(admin.fetch_metadata(self.cluster.running_broker_addresses())).partitions.get(
             (self.topic, partition))
         if state is None or state.leader < 0:
             raise RuntimeError(f"{self.topic}-{partition} has no leader to fault")
-        return self.cluster.name_of(state.leader)
+        return state
+
+    def _resolve(self, target: str) -> str:
+        if not target.startswith("leader:"):
+            return target
+        return self.cluster.name_of(self._state(int(target.partition(":")[2])).leader)
 
     def _hook(self, target: str, settings: dict[str, str], clear: list[str]) -> None:
         spec = self.cluster.spec(target)

@@ -106,7 +106,8 @@ def run(scenario: Scenario, args: argparse.Namespace) -> int:
         for fault in schedule:
             say(f"  at {fault.at_s:6.2f} s  {fault.fault:<18} {fault.target:<12} for {fault.duration_s:.2f} s")
         timings = drive(scenario, schedule, duration, cluster, out)
-    result = checker.check_directory(out / "history", allow_acks1_loss=scenario.allow_acks1_loss)
+    result = checker.check_directory(out / "history", allow_acks1_loss=scenario.allow_acks1_loss,
+                                     allow_unclean=scenario.unclean)
     document = {"scenario": scenario.name, "seed": seed, "duration_s": duration, "started": started,
                 "wall_s": round(time.time() - started, 2), "timings": timings, "check": result.to_json(),
                 "schedule": [vars(f) for f in schedule]}
@@ -162,7 +163,7 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
     producer_history, consumer_history, poller_history, nemesis_history, reader_history, replicas_history = histories
     logs = client_logger(out / "client.log")
     try:
-        producers = Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs).start()
+        producers = Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs, scenario.acks).start()
         consumer = LiveConsumer(bootstrap, TOPIC, scenario.partitions, consumer_history, logs).start()
         poller = Poller(lambda: {spec.node_id: spec.address for spec in cluster.file.brokers
                                  if launcher.process_state(spec) == "running"}, TOPIC, poller_history).start()

@@ -1,6 +1,7 @@
 """A drill's workload: real clients on the drill's topic, each writing its history (drill/history.py).
 
-- `Producers`: confluent-kafka idempotent producers (acks=all), one thread, values "p<partition>-<n>" counting up
+- `Producers`: confluent-kafka idempotent producers (acks=all; plain acks=1 producers where a scenario allows
+  loss), one thread, values "p<partition>-<n>" counting up
   per partition, at a steady modest rate (a drill checks outcomes, not throughput, on two cores).
 - `LiveConsumer`: a confluent-kafka consumer assigned every partition from the start with
   auto.offset.reset=error, so that a truncation its client detects (KIP-320: OffsetForLeaderEpoch after a
@@ -66,7 +67,7 @@ class Worker:
 
 class Producers(Worker):
     def __init__(self, bootstrap: str, topic: str, partitions: int, history: HistoryWriter, logger: logging.Logger,
-                 rate_per_s: float = 200.0) -> None:
+                 acks: str = "all", rate_per_s: float = 200.0) -> None:
         super().__init__("drill-producer")
         self.topic = topic
         self.partitions = partitions
@@ -75,7 +76,8 @@ class Producers(Worker):
         self.next_number = [0] * partitions
         self.acked = 0
         self.failed = 0
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+        self.acks = acks
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": acks == "all", "acks": acks,
                                   "linger.ms": 5, "message.timeout.ms": 60000,
                                   "topic.metadata.refresh.interval.ms": 1000, "logger": logger})
         self._turn = 0
@@ -85,11 +87,11 @@ class Producers(Worker):
         if error is None:
             self.acked += 1
             self.history.record("ack", topic=self.topic, partition=message.partition(), value=value,
-                                offset=message.offset(), error=None, acks="all")
+                                offset=message.offset(), error=None, acks=self.acks)
         else:
             self.failed += 1
             self.history.record("ack", topic=self.topic, partition=message.partition(), value=value, offset=None,
-                                error=str(error), acks="all")
+                                error=str(error), acks=self.acks)
 
     def step(self) -> None:
         partition = self._turn % self.partitions
@@ -99,7 +101,7 @@ class Producers(Worker):
         except BufferError:
             self.producer.poll(0.1)
             return
-        self.history.record("send", topic=self.topic, partition=partition, value=value, acks="all")
+        self.history.record("send", topic=self.topic, partition=partition, value=value, acks=self.acks)
         self.next_number[partition] += 1
         self._turn += 1
         self.producer.poll(self.interval)

@@ -18,7 +18,9 @@ class Scenario:
     replication: int = 3
     configs: dict[str, str] = field(default_factory=lambda: {"min.insync.replicas": "2"})
     duration_s: float = 30.0
+    acks: str = "all"  # the producers': "all" (idempotent) or "1" (where the scenario allows loss)
     allow_acks1_loss: bool = False
+    unclean: bool = False  # elects uncleanly on purpose: LATEST may go back where that truncated (not KIP-207's case)
     # a scenario with a fixed shape (a rolling restart) plans its own schedule; others draw from `faults`
     plan: Callable[[int, float, list[str], int], list[ScheduledFault]] | None = None
 
@@ -29,7 +31,15 @@ class Scenario:
 
 
 def scenarios() -> dict[str, Scenario]:
-    from epoch_broker.drill.scenarios import chaos, controller_loss, isr_churn, leader_kill, rolling_restart
+    from epoch_broker.drill.scenarios import (
+        chaos,
+        controller_loss,
+        isr_churn,
+        leader_kill,
+        power_loss,
+        rolling_restart,
+        unclean_truncation,
+    )
 
-    return {module.SCENARIO.name: module.SCENARIO
-            for module in (leader_kill, rolling_restart, controller_loss, isr_churn, chaos)}
+    return {module.SCENARIO.name: module.SCENARIO for module in (
+        leader_kill, rolling_restart, controller_loss, isr_churn, power_loss, unclean_truncation, chaos)}

@@ -273,6 +273,13 @@ def test_latest_going_back_across_leaders_is_a_latest_regression(drill: Drill) -
     assert ", then 4 from broker 2 at +" in example
 
 
+def test_latest_going_back_is_counted_not_failed_where_the_drill_elects_uncleanly(drill: Drill) -> None:
+    drill.latest(broker=2, offset=4)
+    result = drill.check(allow_unclean=True)
+    regression = result.invariant("latest_regression")
+    assert result.passed and regression.count == 1 and "unclean elections allowed" in regression.note
+
+
 def test_a_replaced_read_is_an_undetected_truncation_until_its_consumer_reports_one(tmp_path: Path) -> None:
     history = Drill(tmp_path)
     history.truncation("consumer", 0, 0)  # before the reads: it covers none of them
