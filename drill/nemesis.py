@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from epoch_broker.broker.faults import POWER_LOSS, REPLICATION_PAUSED
-from epoch_broker.drill import admin, launcher
+from epoch_broker.drill import admin
 from epoch_broker.drill.history import HistoryWriter
-from epoch_broker.drill.targets import LocalCluster
+from epoch_broker.drill.targets import Target, name_of, node
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,9 @@ def load_schedule(path: Path) -> tuple[dict[str, Any], list[ScheduledFault]]:
 
 
 class Nemesis:
-    """Applies a schedule to a local cluster: `start(fault)` now, and `heal(...)` when its time is up."""
+    """Applies a schedule to a cluster (drill/targets.py): `start(fault)` now, and `heal(...)` when its time is up."""
 
-    def __init__(self, cluster: LocalCluster, topic: str, history: HistoryWriter) -> None:
+    def __init__(self, cluster: Target, topic: str, history: HistoryWriter) -> None:
         self.cluster = cluster
         self.topic = topic
         self.history = history
@@ -127,7 +127,7 @@ class Nemesis:
             heal = lambda: None  # noqa: E731 - done when it is ready again
         elif fault.fault == "power-loss":
             self._hook(target, {POWER_LOSS: "true"}, [])
-            if not launcher.wait_exit(self.cluster.spec(target), launcher.STOP_TIMEOUT_S):
+            if not self.cluster.wait_exit(target):
                 raise RuntimeError(f"{target} still runs after {POWER_LOSS}")
             heal = lambda: self.cluster.restart(target)  # noqa: E731
         elif fault.fault == "replication-paused":
@@ -148,15 +148,15 @@ class Nemesis:
         partition = int(fault.target.partition(":")[2])
         state = self._state(partition)
         follower = next(r for r in state.replicas if r != state.leader)
-        target = self.cluster.name_of(follower)
+        target = name_of(self.cluster, follower)
         self.history.record("fault", fault=fault.fault, target=target, phase="start",
                             detail=f"{self.topic}-{partition}: {target} stops replicating from leader "
-                                   f"{self.cluster.name_of(state.leader)}")
+                                   f"{name_of(self.cluster, state.leader)}")
         self.applied += 1
         self._hook(target, {REPLICATION_PAUSED: "true"}, [])
 
         def healed() -> None:
-            outcome = asyncio.run(admin.elect(self.cluster.file.controller.address, self.topic, partition, follower,
+            outcome = asyncio.run(admin.elect(self.cluster.controller().address, self.topic, partition, follower,
                                               unclean=True))
             self._hook(target, {}, [REPLICATION_PAUSED])
             self.history.record("fault", fault=fault.fault, target=target, phase="end",
@@ -165,7 +165,7 @@ class Nemesis:
         return healed
 
     def _state(self, partition: int) -> admin.PartitionState:
-        state = asyncio.run(admin.fetch_metadata(self.cluster.running_broker_addresses())).partitions.get(
+        state = asyncio.run(admin.fetch_metadata([n.address for n in self.cluster.running_brokers()])).partitions.get(
             (self.topic, partition))
         if state is None or state.leader < 0:
             raise RuntimeError(f"{self.topic}-{partition} has no leader to fault")
@@ -174,8 +174,8 @@ class Nemesis:
     def _resolve(self, target: str) -> str:
         if not target.startswith("leader:"):
             return target
-        return self.cluster.name_of(self._state(int(target.partition(":")[2])).leader)
+        return name_of(self.cluster, self._state(int(target.partition(":")[2])).leader)
 
     def _hook(self, target: str, settings: dict[str, str], clear: list[str]) -> None:
-        spec = self.cluster.spec(target)
-        asyncio.run(admin.alter_faults(spec.address, spec.node_id, settings, clear))
+        found = node(self.cluster, target)
+        asyncio.run(admin.alter_faults(found.address, found.node_id, settings, clear))

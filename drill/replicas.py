@@ -15,7 +15,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from epoch_broker.drill.targets import LocalCluster
+from epoch_broker.drill.targets import Target
 from epoch_broker.protocol.records import LOG_OVERHEAD, iter_batches
 from epoch_broker.storage.checkpoint import CheckpointFile
 from epoch_broker.storage.leader_epoch import FILE_NAME as EPOCH_CHECKPOINT
@@ -34,17 +34,20 @@ def whole_batches(data: bytes) -> list[list[int]]:
     return [[h.base_offset, h.last_offset, h.partition_leader_epoch, h.crc] for _, h in iter_batches(data[:end])]
 
 
-def replica_logs(cluster: LocalCluster, topic: str, high_watermarks: dict[int, int]) -> list[dict[str, Any]]:
-    """One `replica_log` event's fields per replica directory of the topic found on the brokers' disks."""
+def replica_logs(cluster: Target, topic: str, high_watermarks: dict[int, int]) -> list[dict[str, Any]]:
+    """One `replica_log` event's fields per replica directory of the topic found on the brokers' disks (none
+    where the drill cannot read them)."""
     found = []
-    for spec in cluster.file.brokers:
+    for broker in cluster.brokers():
         for partition, high_watermark in sorted(high_watermarks.items()):
-            directory = Path(spec.data_dir) / f"{topic}-{partition}"
+            if broker.data_dir is None:
+                continue
+            directory = Path(broker.data_dir) / f"{topic}-{partition}"
             if not directory.is_dir():
                 continue  # not a replica of this partition
             data = b"".join(path.read_bytes() for path in sorted(directory.glob("*.log")))
             checkpoint = CheckpointFile(str(directory / EPOCH_CHECKPOINT)).read((int, int)) or []
-            found.append({"broker": spec.node_id, "topic": topic, "partition": partition,
+            found.append({"broker": broker.node_id, "topic": topic, "partition": partition,
                           "high_watermark": high_watermark, "batches": whole_batches(data),
                           "epoch_checkpoint": [list(entry) for entry in checkpoint]})
     return found

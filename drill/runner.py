@@ -3,7 +3,8 @@ and `epoch-broker drill check HISTORY_DIR`: a failover drill from start to verdi
 
 Phases, each announced, with a progress line every few seconds (elapsed time, faults applied, records acked):
 1. cluster: start one (the launcher's code, in OUT/cluster, on free loopback ports) or attach to a running one
-   (`--cluster DIR`: its cluster.json; it is left running afterwards);
+   (`--cluster DIR`: its cluster.json; `--compose FILE`: a docker-compose project); one it attached to is left
+   running afterwards;
 2. schedule: made from the seed (or loaded with `--replay REPORT_DIR`), printed, saved as OUT/schedule.json;
 3. workload: the drill's topic created, then producers, a live consumer and a poller start (drill/workload.py);
 4. faults: the schedule applied, each fault healed when its duration is up;
@@ -40,10 +41,11 @@ from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.drill.nemesis import Nemesis, ScheduledFault, load_schedule, save_schedule
 from epoch_broker.drill.replicas import replica_logs
 from epoch_broker.drill.scenarios import Scenario, scenarios
-from epoch_broker.drill.targets import LocalCluster
+from epoch_broker.drill.targets import ComposeCluster, LocalCluster, Target
 from epoch_broker.drill.workload import LiveConsumer, Poller, Producers, read_back
 
 TOPIC = "drill"
+COMPOSE_BOOTSTRAP = "broker-0:9092,broker-1:9093,broker-2:9094"  # docker-compose.yml's advertised listeners
 PROGRESS_EVERY_S = 2.0
 HEAL_TIMEOUT_S = 60.0
 
@@ -59,6 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, default=None, help="seconds of faults (default: the scenario's)")
     parser.add_argument("--brokers", type=int, default=3, help="brokers of the cluster it starts (default 3)")
     parser.add_argument("--cluster", type=Path, default=None, help="attach to a running cluster (its directory)")
+    parser.add_argument("--compose", type=Path, default=None,
+                        help="attach to a running docker-compose project (its compose file)")
+    parser.add_argument("--bootstrap", default=COMPOSE_BOOTSTRAP,
+                        help=f"with --compose: the brokers as clients here reach them (default {COMPOSE_BOOTSTRAP})")
     parser.add_argument("--out", type=Path, default=None, help="report directory (default ./drill-SCENARIO-SEED)")
     parser.add_argument("--replay", type=Path, default=None, help="run the schedule of an earlier report again")
 
@@ -99,7 +105,7 @@ def run(scenario: Scenario, args: argparse.Namespace) -> int:
     started = time.time()
     with cluster_for(args, out) as cluster:
         if args.replay is None:
-            schedule = scenario.schedule(seed, duration, cluster.broker_names())
+            schedule = scenario.schedule(seed, duration, [broker.name for broker in cluster.brokers()])
         save_schedule(out / "schedule.json", schedule, scenario=scenario.name, seed=seed, duration_s=duration)
         say(f"{scenario.name}, seed {seed}, {len(schedule)} faults over {duration:.0f} s "
             f"(replay: epoch-broker drill {scenario.name} --replay {out}):")
@@ -119,8 +125,12 @@ def run(scenario: Scenario, args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def cluster_for(args: argparse.Namespace, out: Path) -> Iterator[LocalCluster]:
+def cluster_for(args: argparse.Namespace, out: Path) -> Iterator[Target]:
     """The cluster to drill: attached (left running) or started here (stopped at the end, whatever happens)."""
+    if args.compose is not None:
+        say(f"attaching to the docker-compose project of {args.compose} (bootstrap {args.bootstrap})")
+        yield ComposeCluster(args.compose, args.bootstrap)
+        return
     if args.cluster is not None:
         say(f"attaching to the cluster in {args.cluster}")
         yield LocalCluster(args.cluster)
@@ -140,10 +150,10 @@ def cluster_for(args: argparse.Namespace, out: Path) -> Iterator[LocalCluster]:
         launcher.stop_cluster(launcher.ClusterFile.read(directory))
 
 
-def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, cluster: LocalCluster,
+def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, cluster: Target,
           out: Path) -> dict[str, float]:
     """Phases 3 to 6; the time each took."""
-    bootstrap = cluster.file.bootstrap
+    bootstrap = cluster.bootstrap
     timings: dict[str, float] = {}
     current = ["", time.monotonic()]  # the phase running, and since when
 
@@ -165,8 +175,8 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
     try:
         producers = Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs, scenario.acks).start()
         consumer = LiveConsumer(bootstrap, TOPIC, scenario.partitions, consumer_history, logs).start()
-        poller = Poller(lambda: {spec.node_id: spec.address for spec in cluster.file.brokers
-                                 if launcher.process_state(spec) == "running"}, TOPIC, poller_history).start()
+        poller = Poller(lambda: {broker.node_id: broker.address for broker in cluster.running_brokers()}, TOPIC,
+                        poller_history).start()
         nemesis = Nemesis(cluster, TOPIC, nemesis_history)
 
         phase("faults")
@@ -245,13 +255,13 @@ def create_topic(bootstrap: str, scenario: Scenario) -> None:
         raise DrillError(f"topic {TOPIC} already exists in the cluster: drill a fresh cluster") from exc
 
 
-def partitions_state(cluster: LocalCluster) -> dict[tuple[str, int], admin.PartitionState]:
+def partitions_state(cluster: Target) -> dict[tuple[str, int], admin.PartitionState]:
     with contextlib.suppress(admin.AdminError):
-        return asyncio.run(admin.fetch_metadata(cluster.running_broker_addresses())).partitions
+        return asyncio.run(admin.fetch_metadata([b.address for b in cluster.running_brokers()])).partitions
     return {}
 
 
-def wait_full_isr(cluster: LocalCluster, scenario: Scenario, what: str) -> None:
+def wait_full_isr(cluster: Target, scenario: Scenario, what: str) -> None:
     def full() -> bool:
         states = partitions_state(cluster)
         return all((state := states.get((TOPIC, p))) is not None and state.leader >= 0
@@ -261,10 +271,10 @@ def wait_full_isr(cluster: LocalCluster, scenario: Scenario, what: str) -> None:
         raise DrillError(f"{what}: not within {HEAL_TIMEOUT_S:.0f} s")
 
 
-def high_watermarks(cluster: LocalCluster, scenario: Scenario) -> dict[int, int]:
+def high_watermarks(cluster: Target, scenario: Scenario) -> dict[int, int]:
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": cluster.file.bootstrap, "group.id": "drill-watermarks"})
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "drill-watermarks"})
     try:
         return {p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)[1]
                 for p in range(scenario.partitions)}
@@ -272,7 +282,7 @@ def high_watermarks(cluster: LocalCluster, scenario: Scenario) -> dict[int, int]
         consumer.close()
 
 
-def replica_logs_caught_up(cluster: LocalCluster, ends: dict[int, int]) -> list[dict[str, Any]]:
+def replica_logs_caught_up(cluster: Target, ends: dict[int, int]) -> list[dict[str, Any]]:
     """Every replica's log once each holds every batch below the high watermark (followers may still be fetching
     the last ones when the producers stop); after HEAL_TIMEOUT_S, as they are (the checker then names the gap)."""
     found: list[dict[str, Any]] = []

@@ -1,66 +1,113 @@
-"""What a drill's faults act on: the processes of a local cluster, named as in its `cluster.json` ("controller",
-"broker-0", ...), through the launcher's own code (the same that `epoch-broker admin kill|pause|restart` uses).
+"""What a drill's faults act on, through one interface (`Target`) with two implementations:
+
+- `LocalCluster`: the processes of a cluster the launcher started, named as in its `cluster.json`
+  ("controller", "broker-0", ...), signalled by the launcher's own code (as `epoch-broker admin` does).
+- `ComposeCluster`: the services of a docker-compose project (this repository's docker-compose.yml names them
+  the same way), through `docker compose kill|pause|unpause|restart|start|up`.
 
 Rules:
-- Processes are signalled by the pids in `cluster.json`, never by name: only what the launcher started.
-- `cluster.json` is read afresh for every action: a restart records a new pid there.
-- `heal_all` brings every process back (SIGCONT where stopped, start where dead): a drill ends on a whole cluster.
+- Local processes are signalled by the pids in `cluster.json`, never by name: only what the launcher started;
+  the file is read afresh for every action (a restart records a new pid there).
+- Every action is one command or signal and returns once it is done; `heal_all` brings every node back
+  (resumed where stopped, started where dead): a drill ends on a whole cluster.
+- A target that cannot read its brokers' disks (compose volumes) has no data dirs; the drill then checks no
+  replica logs and says so.
 """
 
 from __future__ import annotations
 
+import re
 import signal
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from epoch_broker.drill import launcher
+
+CONTROLLER = "controller"
+BROKER_NAME = re.compile(r"broker-(\d+)$")
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    node_id: int
+    address: str
+    data_dir: str | None  # None where the drill cannot read it (a container's volume)
+
+
+class Target(Protocol):
+    bootstrap: str
+
+    def brokers(self) -> list[Node]: ...
+    def controller(self) -> Node: ...
+    def running_brokers(self) -> list[Node]: ...
+    def kill(self, name: str) -> None: ...
+    def wait_exit(self, name: str) -> bool: ...
+    def pause(self, name: str) -> None: ...
+    def resume(self, name: str) -> None: ...
+    def restart(self, name: str) -> None: ...
+    def heal_all(self) -> list[str]: ...
+
+
+def node(target: Target, name: str) -> Node:
+    for candidate in [*target.brokers(), target.controller()]:
+        if candidate.name == name:
+            return candidate
+    raise KeyError(f"no node {name!r} (have {', '.join(n.name for n in target.brokers())}, controller)")
+
+
+def name_of(target: Target, node_id: int) -> str:
+    return next(n.name for n in [*target.brokers(), target.controller()] if n.node_id == node_id)
 
 
 class LocalCluster:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self.bootstrap = self._file().bootstrap
 
-    @property
-    def file(self) -> launcher.ClusterFile:
+    def _file(self) -> launcher.ClusterFile:
         return launcher.ClusterFile.read(self.directory)
 
-    def spec(self, name: str) -> launcher.ProcessSpec:
-        for spec in self.file.processes:
-            if spec.name == name:
-                return spec
-        raise KeyError(f"no process {name!r} in {self.directory} (have {', '.join(self.names())})")
+    def _spec(self, name: str) -> launcher.ProcessSpec:
+        return next(spec for spec in self._file().processes if spec.name == name)
 
-    def names(self) -> list[str]:
-        return [spec.name for spec in self.file.processes]
+    @staticmethod
+    def _node(spec: launcher.ProcessSpec) -> Node:
+        return Node(spec.name, spec.node_id, spec.address, spec.data_dir)
 
-    def broker_names(self) -> list[str]:
-        return [spec.name for spec in self.file.brokers]
+    def brokers(self) -> list[Node]:
+        return [self._node(spec) for spec in self._file().brokers]
 
-    def name_of(self, node_id: int) -> str:
-        return self.file.process(node_id).name
+    def controller(self) -> Node:
+        return self._node(self._file().controller)
 
-    def running_broker_addresses(self) -> list[str]:
-        return [spec.address for spec in self.file.brokers if launcher.process_state(spec) == "running"]
+    def running_brokers(self) -> list[Node]:
+        return [self._node(spec) for spec in self._file().brokers if launcher.process_state(spec) == "running"]
 
     def kill(self, name: str) -> None:
-        spec = self.spec(name)
+        spec = self._spec(name)
         launcher.signal_process(spec, signal.SIGKILL)
         if not launcher.wait_exit(spec, launcher.STOP_TIMEOUT_S):
             raise RuntimeError(f"{name} (pid {spec.pid}) still runs after SIGKILL")
 
+    def wait_exit(self, name: str) -> bool:
+        return launcher.wait_exit(self._spec(name), launcher.STOP_TIMEOUT_S)
+
     def pause(self, name: str) -> None:
-        launcher.signal_process(self.spec(name), signal.SIGSTOP)
+        launcher.signal_process(self._spec(name), signal.SIGSTOP)
 
     def resume(self, name: str) -> None:
-        launcher.signal_process(self.spec(name), signal.SIGCONT)
+        launcher.signal_process(self._spec(name), signal.SIGCONT)
 
     def restart(self, name: str) -> None:
         """Start again (stopping it cleanly first if it runs), and wait for its ready line."""
-        launcher.restart_process(self.directory, self.spec(name).node_id)
+        launcher.restart_process(self.directory, self._spec(name).node_id)
 
     def heal_all(self) -> list[str]:
-        """SIGCONT every stopped process and start every dead one; what was done, for the log."""
         done = []
-        for spec in self.file.processes:
+        for spec in self._file().processes:
             state = launcher.process_state(spec)
             if state == "paused":
                 launcher.signal_process(spec, signal.SIGCONT)
@@ -69,3 +116,55 @@ class LocalCluster:
                 launcher.restart_process(self.directory, spec.node_id)
                 done.append(f"started {spec.name}")
         return done
+
+
+class ComposeCluster:
+    """A docker-compose project: services `controller` and `broker-N` (node id N), as docker-compose.yml has
+    them; `bootstrap` is how clients here reach the brokers (their advertised names must resolve here)."""
+
+    def __init__(self, compose_file: Path, bootstrap: str, docker: str = "docker") -> None:
+        self.compose_file = compose_file
+        self.bootstrap = bootstrap
+        self.docker = docker
+        self._brokers = [Node(f"broker-{i}", i, address.strip(), None)
+                         for i, address in enumerate(bootstrap.split(","))]
+
+    def compose(self, *args: str) -> str:
+        command = [self.docker, "compose", "-f", str(self.compose_file), *args]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()}")
+        return done.stdout
+
+    def brokers(self) -> list[Node]:
+        return list(self._brokers)
+
+    def controller(self) -> Node:
+        return Node(CONTROLLER, launcher.CONTROLLER_NODE_ID, f"{CONTROLLER}:9192", None)
+
+    def running_brokers(self) -> list[Node]:
+        running = set(self.compose("ps", "--status", "running", "--services").split())
+        return [n for n in self._brokers if n.name in running]
+
+    def kill(self, name: str) -> None:
+        self.compose("kill", "-s", "SIGKILL", name)
+
+    def wait_exit(self, name: str) -> bool:
+        self.compose("wait", name)
+        return True
+
+    def pause(self, name: str) -> None:
+        self.compose("pause", name)
+
+    def resume(self, name: str) -> None:
+        self.compose("unpause", name)
+
+    def restart(self, name: str) -> None:
+        self.compose("restart", name)  # a running service restarts; a killed one starts
+
+    def heal_all(self) -> list[str]:
+        paused = set(self.compose("ps", "--status", "paused", "--services").split())
+        if paused:
+            self.compose("unpause", *sorted(paused))
+        self.compose("up", "-d", "--wait")
+        return [f"resumed {name}" for name in sorted(paused)] + ["docker compose up -d --wait"]
