@@ -251,7 +251,7 @@ class BrokerConfig:
 
 
 # Kafka's ConfigSource codes, as DescribeConfigs and CreateTopics (v5+) report where a value comes from.
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
 
 
 def render_value(value: Any) -> str:

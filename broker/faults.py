@@ -89,6 +89,7 @@ class RequestRule:
     delay_s: float = 0.0
     drop_connection: bool = False
     remaining: int | None = None  # None: until cleared
+    setting: tuple[str, str] = ("", "")  # the key and value it was set with, for DescribeConfigs
 
 
 @dataclass(slots=True)
@@ -141,6 +142,11 @@ class BrokerFaults:
 
     # -- read by the dispatcher ------------------------------------------------------------------------
 
+    def in_force(self) -> dict[str, str]:
+        """The fault hooks set now, as keys and values (DescribeConfigs shows them)."""
+        found = {key: "true" for key, target in _FLAG_TARGETS.items() if getattr(*target(self))}
+        return found | dict(rule.setting for rule in self.requests.values())
+
     def take_request_rule(self, api_key: int) -> RequestRule | None:
         """The rule for this request, if any (counted: a rule with `count` is removed after its last use)."""
         rule = self.requests.get(api_key)
@@ -174,7 +180,7 @@ def _parse_api(key: str) -> int:
 
 
 def _parse_rule(key: str, value: str) -> RequestRule:
-    rule = RequestRule()
+    rule = RequestRule(setting=(key, value))
     for part in (p.strip() for p in value.split(",") if p.strip()):
         name, _, argument = part.partition("=")
         try:

@@ -9,8 +9,9 @@
   ListPartitionReassignments v0 to the controller (KIP-455: replace a dead broker, move a partition off one).
 - `remove-broker`: UnregisterBroker v0 to the controller, for a broker that is gone for good.
 - `kill`, `pause`, `resume`, `restart`: signals by the pids in DIR/cluster.json (drill/launcher.py's code).
-- `status`: every process and whether it runs, then each partition's leader, leader epoch and ISR from a
-  Metadata request.
+- `status [--json] [--watch S]`: every process, whether it runs and the fault hooks set on it (DescribeConfigs
+  of its broker resource), the controller by its process, then each partition's leader, leader epoch and ISR
+  from a Metadata request; as one JSON document per line with --json, again every S seconds with --watch.
 
 The request helpers (`elect`, `reassign`, `reassignments`, `remove_broker`, `alter_faults`, `fetch_metadata`)
 are what the cluster tests use too.
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ from epoch_broker.drill import launcher
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import (
     alter_partition_reassignments,
+    describe_configs,
     elect_leaders,
     incremental_alter_configs,
     list_partition_reassignments,
@@ -222,7 +226,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     restart = commands.add_parser("restart", help="stop a process and start it again with its recorded argv")
     restart.add_argument("--node", type=int, required=True)
     restart.add_argument("--hard", action="store_true", help="SIGKILL instead of a clean stop")
-    commands.add_parser("status", help="processes, and each partition's leader, epoch and ISR")
+    status_cmd = commands.add_parser("status", help="processes, their fault hooks, and each partition's leader, "
+                                                    "epoch and ISR")
+    status_cmd.add_argument("--json", action="store_true", help="one JSON document instead of tables")
+    status_cmd.add_argument("--watch", type=float, default=None, metavar="SECONDS",
+                            help="print it again every SECONDS until interrupted")
     reassign_cmd = commands.add_parser(
         "reassign", help="move a partition to new replicas (AlterPartitionReassignments, to the controller)")
     reassign_cmd.add_argument("--topic", required=True)
@@ -354,18 +362,75 @@ def _restart(args: argparse.Namespace, directory: str | None, cluster: launcher.
 
 
 def _status(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
+    while True:
+        status = asyncio.run(cluster_status(args.bootstrap, cluster if args.bootstrap is None else None,
+                                            _need_cluster(args, cluster) if args.bootstrap is None else None))
+        if args.json:
+            print(json.dumps(status), flush=True)
+        else:
+            _print_status(status)
+        if args.watch is None:
+            return 0
+        time.sleep(args.watch)
+        if args.bootstrap is None:
+            cluster = launcher.ClusterFile.read(args.cluster)  # a restart records a new pid there
+
+
+async def cluster_status(bootstrap: str | None, cluster: launcher.ClusterFile | None,
+                         needed: launcher.ClusterFile | None) -> dict[str, Any]:
+    """Processes (state, fault hooks in force) and partitions, as one JSON-ready document. The controller is
+    named by its process (node id, address); Metadata's controller_id is what clients are told (a broker, as
+    KRaft answers them), shown as `clients_controller`."""
+    addresses = [bootstrap] if bootstrap else running_brokers(needed) if needed is not None else []
+    processes = []
+    for spec in cluster.processes if cluster is not None else []:
+        state = launcher.process_state(spec)
+        hooks: dict[str, str] | str = {}
+        if spec.role == "broker" and state == "running":
+            try:
+                hooks = await faults_in_force(spec.address, spec.node_id)
+            except AdminError as exc:
+                hooks = f"unknown ({exc})"
+        processes.append({"name": spec.name, "node_id": spec.node_id, "role": spec.role, "pid": spec.pid,
+                          "address": spec.address, "state": state, "faults": hooks})
+    document: dict[str, Any] = {"time": time.time(), "processes": processes}
     if cluster is not None:
-        _print_table(["process", "node", "role", "pid", "address", "state"],
-                     [[p.name, p.node_id, p.role, p.pid, p.address, launcher.process_state(p)]
-                      for p in cluster.processes])
-    addresses = [args.bootstrap] if args.bootstrap else running_brokers(_need_cluster(args, cluster))
-    state = asyncio.run(fetch_metadata(addresses))
-    print(f"\nmetadata from {state.source}: controller {state.controller_id}, "
-          f"brokers {', '.join(f'{n}={a}' for n, a in sorted(state.brokers.items()))}")
+        document["controller"] = {"node_id": cluster.controller.node_id, "address": cluster.controller.address}
+    metadata_state = await fetch_metadata(addresses)
+    document |= {"metadata_from": metadata_state.source, "clients_controller": metadata_state.controller_id,
+                 "brokers": {str(n): a for n, a in sorted(metadata_state.brokers.items())},
+                 "partitions": [{"topic": topic, "partition": partition, "leader": s.leader,
+                                 "leader_epoch": s.leader_epoch, "isr": list(s.isr), "replicas": list(s.replicas)}
+                                for (topic, partition), s in sorted(metadata_state.partitions.items())]}
+    return document
+
+
+async def faults_in_force(address: str, node_id: int, timeout_s: float = REQUEST_TIMEOUT_S) -> dict[str, str]:
+    """The fault hooks set on a broker (DescribeConfigs of its broker resource, the `fault.*` keys)."""
+    request = describe_configs.REQUEST.cls(resources=[describe_configs.REQUEST.DescribeConfigsResource(
+        resource_type=BROKER_RESOURCE, resource_name=str(node_id), configuration_keys=None)])
+    response = await _call(address, timeout_s, lambda client: client.request(describe_configs.API, 4, request))
+    (result,) = response.results
+    if result.error_code:
+        raise AdminError(_error(result.error_code, result.error_message))
+    return {entry.name: entry.value for entry in result.configs if entry.name.startswith("fault.")}
+
+
+def _print_status(status: dict[str, Any]) -> None:
+    if status["processes"]:
+        _print_table(["process", "node", "role", "pid", "address", "state", "fault hooks"],
+                     [[p["name"], p["node_id"], p["role"], p["pid"], p["address"], p["state"],
+                       p["faults"] if isinstance(p["faults"], str)
+                       else ", ".join(f"{k}={v}" for k, v in p["faults"].items()) or "-"]
+                      for p in status["processes"]])
+    controller = status.get("controller")
+    named = f"controller node {controller['node_id']} at {controller['address']}; " if controller else ""
+    print(f"\n{named}metadata from {status['metadata_from']} (it tells clients broker "
+          f"{status['clients_controller']} is the controller, as KRaft does): brokers "
+          f"{', '.join(f'{n}={a}' for n, a in status['brokers'].items())}")
     _print_table(["topic", "partition", "leader", "epoch", "isr", "replicas"],
-                 [[topic, partition, s.leader, s.leader_epoch, ",".join(map(str, s.isr)),
-                   ",".join(map(str, s.replicas))] for (topic, partition), s in sorted(state.partitions.items())])
-    return 0
+                 [[p["topic"], p["partition"], p["leader"], p["leader_epoch"], ",".join(map(str, p["isr"])),
+                   ",".join(map(str, p["replicas"]))] for p in status["partitions"]])
 
 
 def _print_table(header: list[str], rows: list[list[Any]]) -> None:

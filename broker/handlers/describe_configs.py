@@ -3,7 +3,9 @@
 Behaviour: resource type 2 (topic): every topic-level key the broker honours, with the topic's override
 (source DYNAMIC_TOPIC_CONFIG) or the broker default (DEFAULT_CONFIG); UNKNOWN_TOPIC_OR_PARTITION for an
 unknown topic. Type 4 (broker, named by its node id, or "" for any): every broker key it honours, from the
-properties file and overrides (STATIC_BROKER_CONFIG). configuration_keys narrows the list. Other resource
+properties file and overrides (STATIC_BROKER_CONFIG), and the fault hooks in force (`fault.*`, set with
+IncrementalAlterConfigs: DYNAMIC_BROKER_CONFIG, as Kafka reports dynamic broker configs). configuration_keys
+narrows the list. Other resource
 types: INVALID_REQUEST.
 Version notes: v1+ config_source and synonyms (always empty here), v3+ config_type and documentation (null).
 Skipped: synonyms, documentation, sensitive values (there are none).
@@ -15,6 +17,7 @@ from typing import Any
 
 from epoch_broker.broker.config import (
     DEFAULT_CONFIG,
+    DYNAMIC_BROKER_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
     STATIC_BROKER_CONFIG,
     TOPIC_CONFIGS,
@@ -52,13 +55,14 @@ def _describe(broker: BrokerServices, resource: Any) -> Any:
                     else DEFAULT_CONFIG) for key in TOPIC_CONFIGS]
     elif resource.resource_type == BROKER and resource.resource_name in ("", str(broker.node_id)):
         entries = [(key, value, STATIC_BROKER_CONFIG) for key, value in broker.config.as_properties().items()]
+        entries += [(key, value, DYNAMIC_BROKER_CONFIG) for key, value in sorted(broker.faults.in_force().items())]
     else:
         result.error_code = ErrorCode.INVALID_REQUEST
         result.error_message = f"cannot describe resource type {resource.resource_type} {resource.resource_name!r}"
         return result
     wanted = None if resource.configuration_keys is None else set(resource.configuration_keys)
     result.configs = [
-        ConfigEntry(name=key, value=value, read_only=source != DYNAMIC_TOPIC_CONFIG,
+        ConfigEntry(name=key, value=value, read_only=source not in (DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG),
                     is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=False, synonyms=[],
                     documentation=None)
         for key, value, source in entries

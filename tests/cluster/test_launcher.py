@@ -75,11 +75,29 @@ def test_cluster_command_runs_four_processes_that_admin_drives_and_ctrl_c_stops(
         status = epoch_broker(*admin, "status")
         assert status.returncode == 0, status.stdout + status.stderr
         assert status.stdout.count(" running") == 4
-        # Brokers name themselves as the controller: they forward admin requests to the real one (KRaft's way).
-        assert re.search(r"controller [012], brokers 0=127\.0\.0\.1", status.stdout), status.stdout
+        # The controller is named by its process; brokers tell clients one of them is the controller (they forward
+        # admin requests to the real one, KRaft's way), and status says so rather than mixing the two.
+        assert re.search(rf"controller node 1000 at 127\.0\.0\.1:{base + 100}; metadata from 127\.0\.0\.1:\d+ \(it "
+                         r"tells clients broker [012] is the controller, as KRaft does\): brokers 0=127\.0\.0\.1",
+                         status.stdout), status.stdout
 
         paused = epoch_broker(*admin, "fault", "--node", "0", "--set", f"{REPLICATION_PAUSED}=true")
         assert paused.returncode == 0 and paused.stdout.strip().endswith("node 0: applied"), paused.stdout
+        as_json = json.loads(epoch_broker(*admin, "status", "--json").stdout)
+        assert {p["name"]: p["faults"] for p in as_json["processes"]} == {
+            "controller": {}, "broker-0": {REPLICATION_PAUSED: "true"}, "broker-1": {}, "broker-2": {}}
+        assert as_json["controller"] == {"node_id": 1000, "address": f"127.0.0.1:{base + 100}"}
+        watch = subprocess.Popen([sys.executable, "-m", "epoch_broker", *admin, "status", "--json", "--watch", "0.2"],
+                                 stdout=subprocess.PIPE, text=True, cwd=REPO)
+        try:
+            assert watch.stdout is not None
+            first, second = (json.loads(watch.stdout.readline()) for _ in range(2))
+            assert second["time"] > first["time"] and second["partitions"] == first["partitions"]
+        finally:
+            watch.kill()
+            watch.wait()
+        assert any(line.startswith("broker-0") and line.endswith(f"{REPLICATION_PAUSED}=true")
+                   for line in epoch_broker(*admin, "status").stdout.splitlines())
         bad_key = epoch_broker(*admin, "fault", "--node", "0", "--set", "fault.nope=1")
         assert bad_key.returncode == 1 and "INVALID_CONFIG: fault.nope" in bad_key.stdout
         no_topic = epoch_broker(*admin, "elect", "--topic", "nope", "--partition", "0")
@@ -91,7 +109,7 @@ def test_cluster_command_runs_four_processes_that_admin_drives_and_ctrl_c_stops(
         assert "SIGKILL to broker-1" in killed.stdout
         assert not launcher.is_running(cluster.process(1))
         status = epoch_broker(*admin, "status")
-        assert any(line.startswith("broker-1") and line.endswith("dead") for line in status.stdout.splitlines())
+        assert any(line.startswith("broker-1") and " dead " in line for line in status.stdout.splitlines())
 
         old_pid = cluster.process(1).pid
         restarted = epoch_broker(*admin, "restart", "--node", "1")
@@ -170,7 +188,7 @@ async def test_pause_resume_power_loss_and_restart_of_a_broker(cluster: Cluster)
     with pytest.raises(AdminError, match="did not answer within 1 s"):
         await fetch_metadata([spec.address], timeout_s=1)
     status = cluster.admin("status")
-    assert any(line.startswith("broker-1") and line.endswith("paused") for line in status.stdout.splitlines())
+    assert any(line.startswith("broker-1") and " paused " in line for line in status.stdout.splitlines())
 
     cluster.resume(1)
     assert (await fetch_metadata([spec.address])).source == spec.address
