@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from epoch_broker.broker import events
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import APIS
 from epoch_broker.storage.fs import DiskFaults
@@ -125,6 +126,7 @@ class BrokerFaults:
         holder, attribute = _FLAG_TARGETS[key](self)
         setattr(holder, attribute, value)
         log.warning("fault hook %s = %s", key, str(value).lower())
+        events.emit("fault", key=key, value=str(value).lower())
 
     def _set_rule(self, key: str, api_key: int, rule: RequestRule | None) -> None:
         if rule is None:
@@ -132,6 +134,7 @@ class BrokerFaults:
         else:
             self.requests[api_key] = rule
         log.warning("fault hook %s = %s", key, rule)
+        events.emit("fault", key=key, value="cleared" if rule is None else rule.setting[1])
 
     def lose_power(self) -> None:
         log.warning("fault hook %s: losing every log's unflushed tail and exiting with status %d", POWER_LOSS,

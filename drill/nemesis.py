@@ -108,7 +108,16 @@ class Nemesis:
         self.applied = 0
 
     def start(self, fault: ScheduledFault) -> Callable[[], None]:
-        """Apply `fault`; returns what heals it."""
+        """Apply `fault`; returns what heals it. A fault that cannot be applied (its target is not running, a
+        partition has no leader) is recorded as such and skipped: the drill goes on."""
+        try:
+            return self._start(fault)
+        except (OSError, RuntimeError, KeyError, admin.AdminError) as exc:
+            self.history.record("fault", fault=fault.fault, target=fault.target, phase="end",
+                                detail=f"not applied: {exc}")
+            return lambda: None
+
+    def _start(self, fault: ScheduledFault) -> Callable[[], None]:
         if fault.fault == "unclean-election":
             return self._unclean_election(fault)
         target = self._resolve(fault.target)

@@ -4,7 +4,9 @@
 - One timeline per partition: the leader as coloured bands (one colour per broker) labelled with the leader
   epoch, as the brokers' Metadata said it over time; faults shaded with their name and target; acknowledged
   records per second as bars; truncations the consumer reported marked in red.
-- The anomalies with their example records, and the schedule.
+- The anomalies with their example records, the schedule, and the cluster's own timeline: every leader, ISR,
+  fencing, truncation and fault event its nodes logged (broker/events.py), merged by time; on the partition
+  timelines, leader changes are ticks above the band and truncations dashed red lines.
 
 Rules:
 - Everything comes from report.json's content and the history: the page can be made again from a copied report.
@@ -38,8 +40,10 @@ def render(document: dict[str, Any], history_dir: Path) -> str:
              f"<h1>{_e(document['scenario'])} <span class='{verdict}'>{verdict.upper()}</span></h1>",
              f"<p>seed {document['seed']}, {document['duration_s']:.0f} s of faults, {document['wall_s']:.0f} s "
              f"in all; phases: {_e(', '.join(f'{k} {v:.1f} s' for k, v in document['timings'].items()))}</p>",
-             _invariants(check), _figures(check["figures"]), "<h2>Timeline</h2>", _timelines(events),
-             _anomalies(check), _schedule(document["schedule"]), "</body></html>"]
+             _invariants(check), _figures(check["figures"]), "<h2>Timeline</h2>",
+             _timelines(events, document.get("cluster_events", [])), _anomalies(check), _schedule(document["schedule"]),
+             _cluster_events(document.get("cluster_events", []), events[0]["time"] if events else 0.0),
+             "</body></html>"]
     return "\n".join(parts)
 
 
@@ -74,7 +78,18 @@ def _schedule(schedule: list[dict[str, Any]]) -> str:
     return f"<h2>Schedule</h2><table><tr><th>at s</th><th>fault</th><th>target</th><th>for s</th></tr>{rows}</table>"
 
 
-def _timelines(events: list[Event]) -> str:
+def _cluster_events(cluster_events: list[dict[str, Any]], origin: float) -> str:
+    if not cluster_events:
+        return "<h2>Cluster timeline</h2><p>no events in the nodes' logs</p>"
+    skip = ("time", "node", "kind")
+    rows = "".join(f"<tr><td>{e['time'] - origin:.3f}</td><td>{_e(e['node'])}</td><td>{_e(e['kind'])}</td>"
+                   f"<td>{_e(' '.join(f'{k}={v}' for k, v in e.items() if k not in skip))}</td></tr>"
+                   for e in cluster_events)
+    return (f"<h2>Cluster timeline</h2><table id='cluster-events'><tr><th>s</th><th>node</th><th>kind</th>"
+            f"<th>what</th></tr>{rows}</table>")
+
+
+def _timelines(events: list[Event], cluster_events: list[dict[str, Any]]) -> str:
     if not events:
         return "<p>no events</p>"
     origin, end = events[0]["time"], events[-1]["time"]
@@ -91,7 +106,8 @@ def _timelines(events: list[Event]) -> str:
     svgs = [f"<div class='legend'>{legend}<span style='background:#999'>fault</span>"
             "<span style='background:#d62728'>truncation reported</span></div>"]
     for topic, partition in partitions:
-        svgs.append(_partition_svg(topic, partition, events, faults, x, origin, span))
+        own = [e for e in cluster_events if (e.get("topic"), e.get("partition")) == (topic, str(partition))]
+        svgs.append(_partition_svg(topic, partition, events, faults, own, x, origin, span))
     return "\n".join(svgs)
 
 
@@ -109,7 +125,7 @@ def _fault_spans(events: list[Event], end: float) -> list[tuple[float, float, st
 
 
 def _partition_svg(topic: str, partition: int, events: list[Event], faults: list[tuple[float, float, str]],
-                   x: Any, origin: float, span: float) -> str:
+                   cluster_events: list[dict[str, Any]], x: Any, origin: float, span: float) -> str:
     height = BAND_H + RATE_H + 30
     out = [f"<h3>{_e(topic)}-{partition}</h3><svg width='{WIDTH}' height='{height}' "
            f"data-partition='{partition}' xmlns='http://www.w3.org/2000/svg'>"]
@@ -158,6 +174,16 @@ def _partition_svg(topic: str, partition: int, events: list[Event], faults: list
             out.append(f"<line x1='{x(event['time']):.1f}' x2='{x(event['time']):.1f}' y1='0' "
                        f"y2='{BAND_H + RATE_H}' stroke='#d62728' stroke-width='2'><title>truncation reported at "
                        f"offset {event['offset']}</title></line>")
+    for event in cluster_events:
+        at = x(min(max(event["time"], origin), origin + span))
+        if event["kind"] == "leader":
+            out.append(f"<line class='election' x1='{at:.1f}' x2='{at:.1f}' y1='0' y2='{BAND_H}' stroke='#000' "
+                       f"stroke-width='2'><title>leader {_e(event['leader'])} in epoch {_e(event['epoch'])}, ISR "
+                       f"{_e(event['isr'])}: {_e(event.get('why', ''))}</title></line>")
+        elif event["kind"] == "truncate":
+            out.append(f"<line class='truncate' x1='{at:.1f}' x2='{at:.1f}' y1='0' y2='{BAND_H + RATE_H}' "
+                       f"stroke='#d62728' stroke-dasharray='4 3'><title>node {_e(event['node'])} truncated from "
+                       f"{_e(event['from'])} to {_e(event['to'])}</title></line>")
     for tick in range(0, int(span) + 1, max(1, int(span) // 10 or 1)):
         out.append(f"<text x='{x(origin + tick):.1f}' y='{height - 2}' font-size='10' fill='#555'>{tick}s</text>")
     out.append(f"<text x='2' y='{BAND_H + 16}' font-size='10' fill='#555'>acks/s</text>")

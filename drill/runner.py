@@ -36,13 +36,14 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
+from epoch_broker.broker import events
 from epoch_broker.drill import admin, checker, launcher, report
 from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.drill.nemesis import Nemesis, ScheduledFault, load_schedule, save_schedule
 from epoch_broker.drill.replicas import replica_logs
 from epoch_broker.drill.scenarios import Scenario, scenarios
 from epoch_broker.drill.targets import ComposeCluster, LocalCluster, Target
-from epoch_broker.drill.workload import LiveConsumer, Poller, Producers, read_back
+from epoch_broker.drill.workload import LiveConsumer, Poller, Producers, Worker, read_back
 
 TOPIC = "drill"
 COMPOSE_BOOTSTRAP = "broker-0:9092,broker-1:9093,broker-2:9094"  # docker-compose.yml's advertised listeners
@@ -112,11 +113,12 @@ def run(scenario: Scenario, args: argparse.Namespace) -> int:
         for fault in schedule:
             say(f"  at {fault.at_s:6.2f} s  {fault.fault:<18} {fault.target:<12} for {fault.duration_s:.2f} s")
         timings = drive(scenario, schedule, duration, cluster, out)
+        timeline = cluster_timeline(cluster, started)
     result = checker.check_directory(out / "history", allow_acks1_loss=scenario.allow_acks1_loss,
                                      allow_unclean=scenario.unclean)
     document = {"scenario": scenario.name, "seed": seed, "duration_s": duration, "started": started,
                 "wall_s": round(time.time() - started, 2), "timings": timings, "check": result.to_json(),
-                "schedule": [vars(f) for f in schedule]}
+                "schedule": [vars(f) for f in schedule], "cluster_events": timeline}
     (out / "report.json").write_text(json.dumps(document, indent=2) + "\n")
     (out / "report.html").write_text(report.render(document, out / "history"))
     print(checker.format_text(result), flush=True)
@@ -172,11 +174,13 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
                                                                    "reader", "replicas")]
     producer_history, consumer_history, poller_history, nemesis_history, reader_history, replicas_history = histories
     logs = client_logger(out / "client.log")
+    workers: list[Worker] = []
     try:
         producers = Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs, scenario.acks).start()
         consumer = LiveConsumer(bootstrap, TOPIC, scenario.partitions, consumer_history, logs).start()
         poller = Poller(lambda: {broker.node_id: broker.address for broker in cluster.running_brokers()}, TOPIC,
                         poller_history).start()
+        workers += [producers, consumer, poller]
         nemesis = Nemesis(cluster, TOPIC, nemesis_history)
 
         phase("faults")
@@ -201,6 +205,8 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
         say(f"  {len(logs_on_disk)} replica logs read from the brokers' disks")
         phase("")
     finally:
+        for worker in workers:  # stopped already unless the drill failed midway: their histories close next
+            worker.stop()
         for history in histories:
             history.close()
         for handler in logs.handlers:
@@ -221,20 +227,24 @@ def client_logger(path: Path) -> logging.Logger:
 
 def apply_schedule(schedule: list[ScheduledFault], duration: float, nemesis: Nemesis,
                    status: Callable[[], str]) -> None:
-    """Start each fault at its time, heal it when its duration is up; a progress line every few seconds."""
+    """Start each fault at its time, heal it when its duration is up; a progress line every few seconds.
+
+    Heals are due at their scheduled time (at_s + duration_s) and run before any start in the same turn: a start
+    or heal that took long (a restart waits for its ready line) delays what follows, but never makes two faults
+    overlap, as the schedule does not."""
     started = time.monotonic()
     pending = list(schedule)
     healing: list[tuple[float, Callable[[], None]]] = []
     next_progress = PROGRESS_EVERY_S
     while True:
         elapsed = time.monotonic() - started
-        while pending and pending[0].at_s <= elapsed:
-            fault = pending.pop(0)
-            say(f"  {elapsed:6.2f} s  {fault.fault} {fault.target} for {fault.duration_s:.2f} s")
-            healing.append((elapsed + fault.duration_s, nemesis.start(fault)))
         for due, heal in [h for h in healing if h[0] <= elapsed]:
             healing.remove((due, heal))
             heal()
+        if pending and pending[0].at_s <= elapsed and not healing:
+            fault = pending.pop(0)
+            say(f"  {elapsed:6.2f} s  {fault.fault} {fault.target} for {fault.duration_s:.2f} s")
+            healing.append((fault.at_s + fault.duration_s, nemesis.start(fault)))
         if elapsed >= next_progress:
             say(f"  {elapsed:6.1f} s of {duration:.0f}: {nemesis.applied} faults applied, {status()}")
             next_progress += PROGRESS_EVERY_S
@@ -280,6 +290,17 @@ def high_watermarks(cluster: Target, scenario: Scenario) -> dict[int, int]:
                 for p in range(scenario.partitions)}
     finally:
         consumer.close()
+
+
+def cluster_timeline(cluster: Target, since: float) -> list[dict[str, Any]]:
+    """Every event the cluster's nodes logged since the drill began (broker/events.py), merged by time."""
+    found = []
+    for name in [broker.name for broker in cluster.brokers()] + [cluster.controller().name]:
+        with contextlib.suppress(OSError, RuntimeError):  # a log that cannot be read leaves a gap, said below
+            found += [event for line in cluster.log_text(name).splitlines()
+                      if (event := events.parse(line)) is not None and event["time"] >= since]
+    say(f"  {len(found)} cluster events in the nodes' logs")
+    return sorted(found, key=lambda event: event["time"])
 
 
 def replica_logs_caught_up(cluster: Target, ends: dict[int, int]) -> list[dict[str, Any]]:

@@ -11,7 +11,8 @@ Rules:
 - Every action is one command or signal and returns once it is done; `heal_all` brings every node back
   (resumed where stopped, started where dead): a drill ends on a whole cluster.
 - A target that cannot read its brokers' disks (compose volumes) has no data dirs; the drill then checks no
-  replica logs and says so.
+  replica logs and says so. Every target gives each node's log (`log_text`): the cluster's own timeline is
+  read from there (broker/events.py).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Target(Protocol):
     def resume(self, name: str) -> None: ...
     def restart(self, name: str) -> None: ...
     def heal_all(self) -> list[str]: ...
+    def log_text(self, name: str) -> str: ...
 
 
 def node(target: Target, name: str) -> Node:
@@ -104,6 +106,9 @@ class LocalCluster:
     def restart(self, name: str) -> None:
         """Start again (stopping it cleanly first if it runs), and wait for its ready line."""
         launcher.restart_process(self.directory, self._spec(name).node_id)
+
+    def log_text(self, name: str) -> str:
+        return Path(self._spec(name).log).read_text(errors="replace")
 
     def heal_all(self) -> list[str]:
         done = []
@@ -161,6 +166,9 @@ class ComposeCluster:
 
     def restart(self, name: str) -> None:
         self.compose("restart", name)  # a running service restarts; a killed one starts
+
+    def log_text(self, name: str) -> str:
+        return self.compose("logs", "--no-color", "--no-log-prefix", name)
 
     def heal_all(self) -> list[str]:
         paused = set(self.compose("ps", "--status", "paused", "--services").split())

@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from epoch_broker import __version__
+from epoch_broker.broker import events
 from epoch_broker.broker.config import BrokerConfig, ConfigError, StartupError, load_config
 from epoch_broker.drill import launcher
 
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, OSError) as exc:
         print(f"epoch-broker: {exc}", file=sys.stderr)
         return 2
+    events.set_node(config.node_id)
     try:
         import uvloop
     except ImportError:

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from epoch_broker.broker import events
 from epoch_broker.broker.config import BrokerConfig, topic_config, validate_topic_configs
 from epoch_broker.broker.controller.store import MetadataStore
 from epoch_broker.broker.metadata.image import MetadataCache, PartitionState, TopicState
@@ -227,6 +228,7 @@ class Controller:
             self._commit([BrokerFenceRecord(node_id, broker_epoch, False),
                           *self._rejoin(node_id, f"broker {node_id} unfenced")])
             log.info("broker %d unfenced: caught up with the metadata log at offset %d", node_id, metadata_offset)
+            events.emit("unfence", broker=node_id, why=f"caught up with the metadata log at offset {metadata_offset}")
             fenced = False
         return HeartbeatResult(is_caught_up=caught_up, is_fenced=fenced)
 
@@ -281,8 +283,10 @@ class Controller:
                     isr = state.isr
                 records.append(self._elect(topic, state, leader, isr, why))
             elif state.leader != -1 and node_id in state.isr:
-                records.append(self._change_isr(state, tuple(r for r in state.isr if r != node_id)))
+                records.append(self._change_isr(topic, state, tuple(r for r in state.isr if r != node_id),
+                                                f"broker {node_id} fenced"))
         log.info("fencing broker %d (%s)", node_id, why)
+        events.emit("fence", broker=node_id, why=why)
         self._commit(records)
 
     def _rejoin(self, node_id: int, why: str) -> list[PartitionChangeRecord]:
@@ -309,12 +313,17 @@ class Controller:
         """A leadership change (or a returning leader's new epoch): both epochs go up."""
         log.info("%s-%d: leader %d -> %d in leader epoch %d, ISR %s (%s)", topic.name, state.partition,
                  state.leader, leader, state.leader_epoch + 1, list(isr), why)
+        events.emit("leader", topic=topic.name, partition=state.partition, leader=leader,
+                    epoch=state.leader_epoch + 1, isr=isr, why=why)
         return PartitionChangeRecord(state.topic_id, state.partition, leader, state.leader_epoch + 1,
                                      state.partition_epoch + 1, isr)
 
     @staticmethod
-    def _change_isr(state: PartitionState, isr: tuple[int, ...]) -> PartitionChangeRecord:
+    def _change_isr(topic: TopicState, state: PartitionState, isr: tuple[int, ...], why: str
+                    ) -> PartitionChangeRecord:
         """An ISR-only change: same leader and leader epoch, a new partition epoch."""
+        events.emit("isr", topic=topic.name, partition=state.partition, leader=state.leader,
+                    epoch=state.leader_epoch, isr=isr, why=why)
         return PartitionChangeRecord(state.topic_id, state.partition, state.leader, state.leader_epoch,
                                      state.partition_epoch + 1, isr)
 
@@ -346,7 +355,7 @@ class Controller:
         if set(isr) != set(state.isr):
             log.info("%s-%d: ISR %s -> %s (AlterPartition from broker %d)", topic.name, partition,
                      list(state.isr), list(isr), node_id)
-            self._commit([self._change_isr(state, isr)])
+            self._commit([self._change_isr(topic, state, isr, f"AlterPartition from broker {node_id}")])
             if (completed := self._complete_reassignment(topic, state)) is not None:
                 self._commit([completed])
         return PartitionChangeResult(ErrorCode.NONE, state.leader, state.leader_epoch, state.partition_epoch,

@@ -45,6 +45,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from epoch_broker.broker import events
 from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.protocol.errors import ErrorCode, KafkaError, OffsetOutOfRange, UnsupportedForMessageFormat
 from epoch_broker.protocol.records import iter_batches
@@ -357,6 +358,8 @@ class Partition:
         if target < log_end:
             log.info("%s-%d: truncating from %d to %d (leader epoch %d ends at %d)", self.topic, self.index,
                      log_end, target, epoch, end_offset)
+            events.emit("truncate", topic=self.topic, partition=self.index, **{"from": log_end}, to=target,
+                        epoch=epoch)
         # also when nothing is cut: an epoch this replica assigned as a leader and never wrote goes (KIP-279)
         partition_log.truncate_to(target)
         return done

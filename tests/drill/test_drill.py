@@ -98,5 +98,14 @@ def test_unclean_truncation_and_power_loss_drills_pass_their_invariants(tmp_path
         # records only the old leader had were read by the live consumer, cut by the election, and reported
         assert figures["acks1_lost"] > 0 and figures["truncations_reported"] >= 1
         assert figures["truncations_detected"] > 0 and invariants["undetected_truncation"]["passed"]
+        # the cluster's own timeline, merged from the nodes' logs: the hook, the ISR shrinking, the election,
+        # the old leader's truncation, in that order
+        timeline = json.loads((out / "report.json").read_text())["cluster_events"]
+        hook = next(i for i, e in enumerate(timeline) if e["kind"] == "fault" and e["value"] == "true")
+        shrink = next(i for i, e in enumerate(timeline) if i > hook and e["kind"] == "isr")
+        election = next(i for i, e in enumerate(timeline) if e["kind"] == "leader" and "unclean" in e["why"])
+        truncation = next(i for i, e in enumerate(timeline) if e["kind"] == "truncate")
+        assert hook < shrink < election < truncation
+        assert "id='cluster-events'" in (out / "report.html").read_text()
     else:
         assert figures["acks1_lost"] == 0 and invariants["lost"]["count"] == 0
