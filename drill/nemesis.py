@@ -20,21 +20,24 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from epoch_broker.broker.faults import POWER_LOSS, REPLICATION_PAUSED
+from epoch_broker.broker.faults import HIGH_WATERMARK_HELD, POWER_LOSS, REPLICATION_PAUSED
 from epoch_broker.drill import admin
 from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.drill.targets import Target, name_of, node
+
+LAGGING_LEADER_S = 1.5  # how long a lagging-leader leads with its high watermark held, before it is released
 
 
 @dataclass(frozen=True)
 class FaultKind:
     description: str
-    targets: str  # "broker", "controller", "leader" (a partition's leader, resolved when applied)
+    targets: str  # "broker", "controller", or "leader" / "follower" (of a partition, resolved when applied)
     durations: tuple[float, float]  # how long it lasts (before it is healed), drawn from this range
 
 
@@ -53,6 +56,13 @@ FAULTS: dict[str, FaultKind] = {
     "unclean-election": FaultKind(f"a follower of a partition stops replicating ({REPLICATION_PAUSED}) while the "
                                   "leader takes writes alone; when the duration is up it is elected uncleanly, "
                                   "truncating what only the leader had", "leader", (3.5, 5.0)),
+    "follower-pause": FaultKind("SIGSTOP a follower of a partition past the session timeout (a zombie: fenced, "
+                                "out of the ISR), SIGCONT after the duration; it must catch up before it is let "
+                                "back in (KIP-320)", "follower", (2.5, 5.0)),
+    "lagging-leader": FaultKind(f"set {HIGH_WATERMARK_HELD} on a follower of a partition (its high watermark "
+                                "stops while it replicates), then elect it cleanly at the end of the duration: "
+                                "a new leader whose high watermark lags its log end (KIP-207)", "follower",
+                                (2.0, 4.0)),
     "replication-paused": FaultKind(f"set {REPLICATION_PAUSED} on a broker (it stops fetching: the leaders drop "
                                     "it from their ISRs), clear it after the duration", "broker", (3.0, 6.0)),
 }
@@ -79,7 +89,8 @@ def make_schedule(faults: list[str], seed: int, duration_s: float, brokers: list
         if at + length > duration_s:
             return schedule
         target = {"broker": lambda: rng.choice(brokers), "controller": lambda: "controller",
-                  "leader": lambda: f"leader:{rng.randrange(partitions)}"}[kind.targets]()
+                  "leader": lambda: f"leader:{rng.randrange(partitions)}",
+                  "follower": lambda: f"follower:{rng.randrange(partitions)}"}[kind.targets]()
         schedule.append(ScheduledFault(round(at, 2), name, target, length))
         at += length + rng.uniform(*gap_s)
 
@@ -120,6 +131,8 @@ class Nemesis:
     def _start(self, fault: ScheduledFault) -> Callable[[], None]:
         if fault.fault == "unclean-election":
             return self._unclean_election(fault)
+        if fault.fault == "lagging-leader":
+            return self._lagging_leader(fault)
         target = self._resolve(fault.target)
         self.history.record("fault", fault=fault.fault, target=target, phase="start",
                             detail=FAULTS[fault.fault].description)
@@ -128,7 +141,7 @@ class Nemesis:
         if fault.fault in ("kill", "leader-kill", "controller-kill"):
             self.cluster.kill(target)
             heal = lambda: self.cluster.restart(target)  # noqa: E731 - a one-line heal beside its fault
-        elif fault.fault in ("pause", "controller-pause"):
+        elif fault.fault in ("pause", "controller-pause", "follower-pause"):
             self.cluster.pause(target)
             heal = lambda: self.cluster.resume(target)  # noqa: E731
         elif fault.fault == "restart":
@@ -173,6 +186,33 @@ class Nemesis:
 
         return healed
 
+    def _lagging_leader(self, fault: ScheduledFault) -> Callable[[], None]:
+        """The follower's high watermark is held now; at the end of the duration the other replicas stop
+        replicating and it is elected (a clean election: it is in the ISR), so that for LAGGING_LEADER_S it leads
+        with a high watermark below its log end (KIP-207's window: consumers get OFFSET_NOT_AVAILABLE, never an
+        older LATEST); then everything is released."""
+        partition = int(fault.target.partition(":")[2])
+        target = self._resolve(fault.target)
+        follower = node(self.cluster, target).node_id
+        self.history.record("fault", fault=fault.fault, target=target, phase="start",
+                            detail=f"{self.topic}-{partition}: {target}'s high watermark held")
+        self.applied += 1
+        self._hook(target, {HIGH_WATERMARK_HELD: "true"}, [])
+
+        def healed() -> None:
+            others = [name_of(self.cluster, r) for r in self._state(partition).replicas if r != follower]
+            for other in others:
+                self._hook(other, {REPLICATION_PAUSED: "true"}, [])
+            outcome = asyncio.run(admin.elect(self.cluster.controller().address, self.topic, partition, follower))
+            time.sleep(LAGGING_LEADER_S)
+            self._hook(target, {}, [HIGH_WATERMARK_HELD])
+            for other in others:
+                self._hook(other, {}, [REPLICATION_PAUSED])
+            self.history.record("fault", fault=fault.fault, target=target, phase="end",
+                                detail=f"clean election of {target} for {self.topic}-{partition}: {outcome}")
+
+        return healed
+
     def _state(self, partition: int) -> admin.PartitionState:
         state = asyncio.run(admin.fetch_metadata([n.address for n in self.cluster.running_brokers()])).partitions.get(
             (self.topic, partition))
@@ -181,9 +221,16 @@ class Nemesis:
         return state
 
     def _resolve(self, target: str) -> str:
-        if not target.startswith("leader:"):
+        role, _, partition = target.partition(":")
+        if role not in ("leader", "follower"):
             return target
-        return name_of(self.cluster, self._state(int(target.partition(":")[2])).leader)
+        state = self._state(int(partition))
+        if role == "leader":
+            return name_of(self.cluster, state.leader)
+        followers = [r for r in state.isr if r != state.leader]
+        if not followers:
+            raise RuntimeError(f"{self.topic}-{partition} has no follower in its ISR {list(state.isr)}")
+        return name_of(self.cluster, followers[0])
 
     def _hook(self, target: str, settings: dict[str, str], clear: list[str]) -> None:
         found = node(self.cluster, target)

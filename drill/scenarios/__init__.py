@@ -35,11 +35,14 @@ def scenarios() -> dict[str, Scenario]:
         chaos,
         controller_loss,
         isr_churn,
+        kip207_offsets,
         leader_kill,
         power_loss,
         rolling_restart,
         unclean_truncation,
+        zombie_follower,
     )
 
     return {module.SCENARIO.name: module.SCENARIO for module in (
-        leader_kill, rolling_restart, controller_loss, isr_churn, power_loss, unclean_truncation, chaos)}
+        leader_kill, zombie_follower, unclean_truncation, kip207_offsets, isr_churn, controller_loss,
+        rolling_restart, power_loss, chaos)}

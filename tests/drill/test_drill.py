@@ -84,9 +84,9 @@ def test_bad_arguments_get_one_line_and_status_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("scenario", "seed"), [("unclean-truncation", "3"), ("power-loss", "5")])
-def test_unclean_truncation_and_power_loss_drills_pass_their_invariants(tmp_path: Path, scenario: str,
-                                                                        seed: str) -> None:
+@pytest.mark.parametrize(("scenario", "seed"), [("unclean-truncation", "3"), ("power-loss", "5"),
+                                               ("kip207-offsets", "4"), ("zombie-follower", "4")])
+def test_each_kind_of_fault_drill_passes_its_invariants(tmp_path: Path, scenario: str, seed: str) -> None:
     out = tmp_path / "report"
     run = drill(scenario, "--seed", seed, "--duration", "12", "--out", str(out), cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-3000:]
@@ -109,3 +109,8 @@ def test_unclean_truncation_and_power_loss_drills_pass_their_invariants(tmp_path
         assert "id='cluster-events'" in (out / "report.html").read_text()
     else:
         assert figures["acks1_lost"] == 0 and invariants["lost"]["count"] == 0
+    if scenario == "kip207-offsets":
+        # the new leader's window was seen: OFFSET_NOT_AVAILABLE answers, and LATEST never went back
+        polled = [json.loads(line) for line in (out / "history" / "poller.jsonl").read_text().splitlines()]
+        assert any(e["op"] == "latest" and e["error"] == "OFFSET_NOT_AVAILABLE" for e in polled)
+        assert invariants["latest_regression"]["passed"] and invariants["latest_regression"]["count"] == 0
