@@ -134,8 +134,10 @@ class Nemesis:
         if fault.fault == "lagging-leader":
             return self._lagging_leader(fault)
         target = self._resolve(fault.target)
+        # a fault on a partition's leader or follower names the partition: the report measures its failover
+        about = {"partition": int(fault.target.partition(":")[2])} if ":" in fault.target else {}
         self.history.record("fault", fault=fault.fault, target=target, phase="start",
-                            detail=FAULTS[fault.fault].description)
+                            detail=FAULTS[fault.fault].description, **about)
         self.applied += 1
         heal: Callable[[], None]
         if fault.fault in ("kill", "leader-kill", "controller-kill"):

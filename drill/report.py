@@ -16,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import html
+import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,8 @@ def render(document: dict[str, Any], history_dir: Path) -> str:
              f"<h1>{_e(document['scenario'])} <span class='{verdict}'>{verdict.upper()}</span></h1>",
              f"<p>seed {document['seed']}, {document['duration_s']:.0f} s of faults, {document['wall_s']:.0f} s "
              f"in all; phases: {_e(', '.join(f'{k} {v:.1f} s' for k, v in document['timings'].items()))}</p>",
-             _invariants(check), _figures(check["figures"]), "<h2>Timeline</h2>",
+             _failovers(document.get("failover_s", [])), _invariants(check), _figures(check["figures"]),
+             "<h2>Timeline</h2>",
              _timelines(events, document.get("cluster_events", [])), _anomalies(check), _schedule(document["schedule"]),
              _cluster_events(document.get("cluster_events", []), events[0]["time"] if events else 0.0),
              "</body></html>"]
@@ -49,6 +51,14 @@ def render(document: dict[str, Any], history_dir: Path) -> str:
 
 def _e(text: object) -> str:
     return html.escape(str(text))
+
+
+def _failovers(times: list[float]) -> str:
+    if not times:
+        return ""
+    return (f"<p id='failover'>failover seen by the producer (leader SIGKILL to its first acknowledged record sent "
+            f"after it): median {statistics.median(times):.2f} s, min {min(times):.2f} s, max {max(times):.2f} s "
+            f"over {len(times)} kills</p>")
 
 
 def _invariants(check: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ import contextlib
 import json
 import logging
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -38,7 +39,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from epoch_broker.broker import events
 from epoch_broker.drill import admin, checker, launcher, report
-from epoch_broker.drill.history import HistoryWriter
+from epoch_broker.drill.history import HistoryWriter, read_history
 from epoch_broker.drill.nemesis import Nemesis, ScheduledFault, load_schedule, save_schedule
 from epoch_broker.drill.replicas import replica_logs
 from epoch_broker.drill.scenarios import Scenario, scenarios
@@ -116,12 +117,18 @@ def run(scenario: Scenario, args: argparse.Namespace) -> int:
         timeline = cluster_timeline(cluster, started)
     result = checker.check_directory(out / "history", allow_acks1_loss=scenario.allow_acks1_loss,
                                      allow_unclean=scenario.unclean)
+    failovers = failover_times(read_history(out / "history"))
     document = {"scenario": scenario.name, "seed": seed, "duration_s": duration, "started": started,
                 "wall_s": round(time.time() - started, 2), "timings": timings, "check": result.to_json(),
-                "schedule": [vars(f) for f in schedule], "cluster_events": timeline}
+                "schedule": [vars(f) for f in schedule], "cluster_events": timeline,
+                "failover_s": failovers}
     (out / "report.json").write_text(json.dumps(document, indent=2) + "\n")
     (out / "report.html").write_text(report.render(document, out / "history"))
     print(checker.format_text(result), flush=True)
+    if failovers:
+        say(f"failover seen by the producer (leader SIGKILL to its first acknowledged record sent after it): "
+            f"median {statistics.median(failovers):.2f} s, min {min(failovers):.2f}, max {max(failovers):.2f} "
+            f"over {len(failovers)}")
     say(f"{'PASS' if result.passed else 'FAIL'} in {document['wall_s']:.0f} s; report: {out / 'report.html'}")
     return 0 if result.passed else 1
 
@@ -290,6 +297,22 @@ def high_watermarks(cluster: Target, scenario: Scenario) -> dict[int, int]:
                 for p in range(scenario.partitions)}
     finally:
         consumer.close()
+
+
+def failover_times(history: list[dict[str, Any]]) -> list[float]:
+    """For each leader-kill: seconds from the SIGKILL to the first acknowledgement of a record of that partition
+    sent after it (what the producing application waited), from the history alone."""
+    kills = [e for e in history if e["op"] == "fault" and e["phase"] == "start" and e["fault"] == "leader-kill"
+             and "partition" in e]
+    sent_at = {(e["partition"], e["value"]): e["time"] for e in history if e["op"] == "send"}
+    times = []
+    for kill in kills:
+        first = next((e["time"] for e in history if e["op"] == "ack" and e["error"] is None
+                      and e["partition"] == kill["partition"]
+                      and sent_at.get((e["partition"], e["value"]), 0.0) > kill["time"]), None)
+        if first is not None:
+            times.append(round(first - kill["time"], 3))
+    return times
 
 
 def cluster_timeline(cluster: Target, since: float) -> list[dict[str, Any]]:
