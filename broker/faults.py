@@ -36,6 +36,9 @@ DISK_FULL = "fault.disk.full"
 DISK_FSYNC_FAILING = "fault.disk.fsync.failing"
 REQUEST_RULE_PREFIX = "fault.request."
 POWER_LOSS = "fault.power.loss"
+NETWORK_PARTITION = "fault.network.partition"
+CONTROLLER_PEER = "controller"
+CLIENT_PEER_PREFIX = "client:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,11 @@ CATALOGUE: tuple[FaultSpec, ...] = (
     FaultSpec(REQUEST_RULE_PREFIX + "<api>", "rule",
               "per-API rule: error=<NAME|code>, delay.ms=<n>, drop, count=<n> (comma-separated), e.g. "
               "fault.request.produce=error=NOT_LEADER_OR_FOLLOWER,count=3"),
+    FaultSpec(NETWORK_PARTITION, "peers",
+              "comma-separated peers this broker is cut off from: broker node ids, `controller`, or "
+              "`client:<client.id>`. It neither connects to them (its replica fetchers and controller links close) "
+              "nor serves them (their connections are closed): set it on both ends for a partition, on one for an "
+              "asymmetric one"),
     FaultSpec(POWER_LOSS, "action",
               "every log loses what was not fsynced (cut to its recovery point) and the process exits at once "
               f"with status {POWER_LOSS_EXIT_STATUS}, without answering"),
@@ -102,6 +110,7 @@ class BrokerFaults:
     metadata_paused: bool = False
     disk: DiskFaults = field(default_factory=DiskFaults)
     requests: dict[int, RequestRule] = field(default_factory=dict)
+    partitioned_from: frozenset[str] = frozenset()  # fault.network.partition's peers
     on_power_loss: Callable[[], None] | None = None
 
     # -- parsing and applying (IncrementalAlterConfigs) -------------------------------------------------
@@ -115,6 +124,9 @@ class BrokerFaults:
             api_key = _parse_api(key)
             rule = None if value is None else _parse_rule(key, value)
             return lambda: self._set_rule(key, api_key, rule)
+        if key == NETWORK_PARTITION:
+            peers = _parse_peers(key, value)
+            return lambda: self._set_partition(peers)
         if key == POWER_LOSS:
             if value is None:
                 raise FaultConfigError(f"{key} is an action: it cannot be cleared")
@@ -136,6 +148,15 @@ class BrokerFaults:
         log.warning("fault hook %s = %s", key, rule)
         events.emit("fault", key=key, value="cleared" if rule is None else rule.setting[1])
 
+    def _set_partition(self, peers: frozenset[str]) -> None:
+        self.partitioned_from = peers
+        log.warning("fault hook %s = %s", NETWORK_PARTITION, ",".join(sorted(peers)) or "cleared")
+        events.emit("fault", key=NETWORK_PARTITION, value=",".join(sorted(peers)) or "cleared")
+
+    def cut_off(self, peer: str) -> bool:
+        """Whether `peer` (a node id as text, `controller`, or `client:<id>`) is behind fault.network.partition."""
+        return peer in self.partitioned_from
+
     def lose_power(self) -> None:
         log.warning("fault hook %s: losing every log's unflushed tail and exiting with status %d", POWER_LOSS,
                     POWER_LOSS_EXIT_STATUS)
@@ -148,6 +169,8 @@ class BrokerFaults:
     def in_force(self) -> dict[str, str]:
         """The fault hooks set now, as keys and values (DescribeConfigs shows them)."""
         found = {key: "true" for key, target in _FLAG_TARGETS.items() if getattr(*target(self))}
+        if self.partitioned_from:
+            found[NETWORK_PARTITION] = ",".join(sorted(self.partitioned_from))
         return found | dict(rule.setting for rule in self.requests.values())
 
     def take_request_rule(self, api_key: int) -> RequestRule | None:
@@ -180,6 +203,23 @@ def _parse_api(key: str) -> int:
         raise FaultConfigError(f"{key}: unknown API {name!r} (use its name in snake case, e.g. produce, "
                                "list_offsets, or its key)")
     return api.key
+
+
+def _parse_peers(key: str, value: str | None) -> frozenset[str]:
+    peers = frozenset(p.strip() for p in (value or "").split(",") if p.strip())
+    for peer in peers:
+        if not (peer.isdigit() or peer == CONTROLLER_PEER
+                or (peer.startswith(CLIENT_PEER_PREFIX) and len(peer) > len(CLIENT_PEER_PREFIX))):
+            raise FaultConfigError(f"{key}: {peer!r} is not a peer (a broker node id, `{CONTROLLER_PEER}`, or "
+                                   f"`{CLIENT_PEER_PREFIX}<client.id>`)")
+    return peers
+
+
+def peer_of(client_id: str | None) -> str:
+    """The peer a request comes from, as fault.network.partition names it: a broker's replica fetcher (its
+    client id `replica-fetcher-<node>`) is that broker; anything else is the client of that client.id."""
+    found = re.fullmatch(r"replica-fetcher-(\d+)", client_id or "")
+    return found.group(1) if found else f"{CLIENT_PEER_PREFIX}{client_id or ''}"
 
 
 def _parse_rule(key: str, value: str) -> RequestRule:

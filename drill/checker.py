@@ -32,6 +32,7 @@ import bisect
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -313,35 +314,38 @@ def _unseen(history: _History) -> Invariant:
     return invariant
 
 
-def _epoch_regression(history: _History) -> Invariant:
+def _regressions(history: _History, op: str, field_name: str, key_of: Callable[[Event], tuple[Any, ...]],
+                 describe: Callable[[Event, Event], str]) -> _Findings:
+    """Each time `field_name` of an `op` answer goes below the previous answer of the same key (observer, and
+    what was observed); answers without the field (-1, or an error) are skipped."""
     found = _Findings()
-    last: dict[tuple[str, int, TopicPartition], Event] = {}
-    for _, event in history.of_op("metadata"):
-        if event["leader_epoch"] < 0:
-            continue  # no leader epoch in the answer: nothing to compare
-        key = (event["client"], event["broker"], _partition(event))
+    last: dict[tuple[Any, ...], Event] = {}
+    for _, event in history.of_op(op):
+        if event.get("error") is not None or event[field_name] is None or event[field_name] < 0:
+            continue
+        key = key_of(event)
         before = last.get(key)
-        if before is not None and event["leader_epoch"] < before["leader_epoch"]:
-            found.add(f"{_name(key[2])} from broker {event['broker']} to {event['client']}: leader epoch "
-                      f"{before['leader_epoch']} (leader {before['leader']}) at {history.at(before)}, then "
-                      f"{event['leader_epoch']} (leader {event['leader']}) at {history.at(event)}")
+        if before is not None and event[field_name] < before[field_name]:
+            found.add(describe(before, event))
         last[key] = event
+    return found
+
+
+def _epoch_regression(history: _History) -> Invariant:
+    found = _regressions(
+        history, "metadata", "leader_epoch", lambda e: (e["client"], e["broker"], _partition(e)),
+        lambda before, e: f"{_name(_partition(e))} from broker {e['broker']} to {e['client']}: leader epoch "
+                          f"{before['leader_epoch']} (leader {before['leader']}) at {history.at(before)}, then "
+                          f"{e['leader_epoch']} (leader {e['leader']}) at {history.at(e)}")
     return found.verdict("epoch_regression", "each broker's Metadata answers never go back in leader epoch")
 
 
 def _latest_regression(history: _History, allow_unclean: bool) -> Invariant:
-    found = _Findings()
-    last: dict[tuple[str, TopicPartition], Event] = {}
-    for _, event in history.of_op("latest"):
-        if event["error"] is not None or event["offset"] is None:
-            continue
-        key = (event["client"], _partition(event))
-        before = last.get(key)
-        if before is not None and event["offset"] < before["offset"]:
-            found.add(f"{_name(key[1])} to {event['client']}: LATEST {before['offset']} from broker "
-                      f"{before['broker']} at {history.at(before)}, then {event['offset']} from broker "
-                      f"{event['broker']} at {history.at(event)}")
-        last[key] = event
+    found = _regressions(
+        history, "latest", "offset", lambda e: (e["client"], _partition(e)),
+        lambda before, e: f"{_name(_partition(e))} to {e['client']}: LATEST {before['offset']} from broker "
+                          f"{before['broker']} at {history.at(before)}, then {e['offset']} from broker "
+                          f"{e['broker']} at {history.at(e)}")
     note = "ListOffsets LATEST answers never go back, whichever broker led"
     if allow_unclean:
         return Invariant("latest_regression", True, found.count, found.examples,

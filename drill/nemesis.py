@@ -26,10 +26,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from epoch_broker.broker.faults import HIGH_WATERMARK_HELD, POWER_LOSS, REPLICATION_PAUSED
+from epoch_broker.broker.faults import (
+    CLIENT_PEER_PREFIX,
+    CONTROLLER_PEER,
+    HIGH_WATERMARK_HELD,
+    NETWORK_PARTITION,
+    POWER_LOSS,
+    REPLICATION_PAUSED,
+)
 from epoch_broker.drill import admin
 from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.drill.targets import Target, name_of, node
+from epoch_broker.drill.workload import PRODUCER_CLIENT_ID
 
 LAGGING_LEADER_S = 1.5  # how long a lagging-leader leads with its high watermark held, before it is released
 
@@ -63,6 +71,15 @@ FAULTS: dict[str, FaultKind] = {
                                 "stops while it replicates), then elect it cleanly at the end of the duration: "
                                 "a new leader whose high watermark lags its log end (KIP-207)", "follower",
                                 (2.0, 4.0)),
+    "isolated-leader": FaultKind(f"{NETWORK_PARTITION}: a partition's leader cut off from every other broker and "
+                                 "the controller, both ways (it is fenced and a new leader is elected while it "
+                                 "still believes it leads), healed after the duration", "leader", (3.0, 5.0)),
+    "controller-partition": FaultKind(f"{NETWORK_PARTITION}: a broker cut off from the controller (it is fenced, "
+                                      "its leaderships move), healed after the duration", "broker", (2.5, 4.0)),
+    "one-way-partition": FaultKind(f"{NETWORK_PARTITION}: a partition's leader refuses one follower's fetches "
+                                   "(asymmetric), healed after the duration", "leader", (2.5, 4.0)),
+    "client-partition": FaultKind(f"{NETWORK_PARTITION}: a partition's leader refuses the drill's producer "
+                                  f"(client:{PRODUCER_CLIENT_ID}), healed after the duration", "leader", (1.5, 3.0)),
     "replication-paused": FaultKind(f"set {REPLICATION_PAUSED} on a broker (it stops fetching: the leaders drop "
                                     "it from their ISRs), clear it after the duration", "broker", (3.0, 6.0)),
 }
@@ -154,6 +171,14 @@ class Nemesis:
             if not self.cluster.wait_exit(target):
                 raise RuntimeError(f"{target} still runs after {POWER_LOSS}")
             heal = lambda: self.cluster.restart(target)  # noqa: E731
+        elif fault.fault in ("isolated-leader", "controller-partition", "one-way-partition", "client-partition"):
+            cuts = self._cuts(fault.fault, target, about.get("partition"))
+            for name, peers in cuts.items():
+                self._hook(name, {NETWORK_PARTITION: ",".join(peers)}, [])
+
+            def heal() -> None:
+                for name in cuts:
+                    self._hook(name, {}, [NETWORK_PARTITION])
         elif fault.fault == "replication-paused":
             self._hook(target, {REPLICATION_PAUSED: "true"}, [])
             heal = lambda: self._hook(target, {}, [REPLICATION_PAUSED])  # noqa: E731
@@ -214,6 +239,20 @@ class Nemesis:
                                 detail=f"clean election of {target} for {self.topic}-{partition}: {outcome}")
 
         return healed
+
+    def _cuts(self, fault: str, target: str, partition: int | None) -> dict[str, list[str]]:
+        """Which broker gets which peers in fault.network.partition, for a partition fault on `target`."""
+        me = node(self.cluster, target).node_id
+        others = [b for b in self.cluster.brokers() if b.node_id != me]
+        if fault == "isolated-leader":  # both ways: set on the leader, and on each other broker against it
+            return {target: [str(b.node_id) for b in others] + [CONTROLLER_PEER],
+                    **{b.name: [str(me)] for b in others}}
+        if fault == "controller-partition":
+            return {target: [CONTROLLER_PEER]}
+        if fault == "one-way-partition" and partition is not None:
+            follower = next(r for r in self._state(partition).replicas if r != me)
+            return {target: [str(follower)]}
+        return {target: [f"{CLIENT_PEER_PREFIX}{PRODUCER_CLIENT_ID}"]}
 
     def _state(self, partition: int) -> admin.PartitionState:
         state = asyncio.run(admin.fetch_metadata([n.address for n in self.cluster.running_brokers()])).partitions.get(

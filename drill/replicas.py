@@ -23,15 +23,22 @@ from epoch_broker.storage.leader_epoch import FILE_NAME as EPOCH_CHECKPOINT
 _LENGTH = struct.Struct(">i")  # a batch's length, after its 8-byte base offset
 
 
-def whole_batches(data: bytes) -> list[list[int]]:
-    """[base offset, last offset, leader epoch, crc] of every whole batch at the start of `data`."""
+def whole_prefix(data: bytes) -> bytes:
+    """The whole batches at the start of `data`: a batch still being written ends it (a broker writes with
+    pwrite, no user-space buffer, so another process sees its writes at once)."""
     end = 0
     while end + LOG_OVERHEAD <= len(data):
         (length,) = _LENGTH.unpack_from(data, end + 8)
         if length <= 0 or end + LOG_OVERHEAD + length > len(data):
             break
         end += LOG_OVERHEAD + length
-    return [[h.base_offset, h.last_offset, h.partition_leader_epoch, h.crc] for _, h in iter_batches(data[:end])]
+    return data[:end]
+
+
+def whole_batches(data: bytes) -> list[list[int]]:
+    """[base offset, last offset, leader epoch, crc] of every whole batch at the start of `data`."""
+    return [[h.base_offset, h.last_offset, h.partition_leader_epoch, h.crc]
+            for _, h in iter_batches(whole_prefix(data))]
 
 
 def replica_logs(cluster: Target, topic: str, high_watermarks: dict[int, int]) -> list[dict[str, Any]]:

@@ -35,6 +35,7 @@ from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import list_offsets, metadata
 
+PRODUCER_CLIENT_ID = "drill-producer"  # its client.id: what a client-partition fault cuts off
 TRUNCATION_OFFSET = re.compile(r"broker end offset is (\d+)")
 
 
@@ -77,7 +78,8 @@ class Producers(Worker):
         self.acked = 0
         self.failed = 0
         self.acks = acks
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": acks == "all", "acks": acks,
+        self.producer = Producer({"bootstrap.servers": bootstrap, "client.id": PRODUCER_CLIENT_ID,
+                                  "enable.idempotence": acks == "all", "acks": acks,
                                   "linger.ms": 5, "message.timeout.ms": 60000,
                                   "topic.metadata.refresh.interval.ms": 1000, "logger": logger})
         self._turn = 0

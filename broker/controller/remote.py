@@ -28,7 +28,7 @@ from typing import Any
 from epoch_broker.broker.config import DYNAMIC_TOPIC_CONFIG, BrokerConfig
 from epoch_broker.broker.controller.channel import OnRecords, Reassignment
 from epoch_broker.broker.controller.controller import NewTopic, PartitionChangeResult, TopicResult
-from epoch_broker.broker.faults import BrokerFaults
+from epoch_broker.broker.faults import CONTROLLER_PEER, NETWORK_PARTITION, BrokerFaults
 from epoch_broker.broker.metadata import metadata_log
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.client.aio import KafkaClient
@@ -65,12 +65,17 @@ PLAINTEXT = 0
 class _Link:
     """One lazily (re)connected, version-negotiated connection to the controller."""
 
-    def __init__(self, host: str, port: int, client_id: str) -> None:
+    def __init__(self, host: str, port: int, client_id: str, faults: BrokerFaults) -> None:
         self.host, self.port, self.client_id = host, port, client_id
+        self.faults = faults
         self._client: KafkaClient | None = None
 
     async def call(self, api: Api, body: Any, version: int | None = None) -> Any:
         """Send one request; on a connection failure the link is reset and ConnectionError raised."""
+        if self.faults.cut_off(CONTROLLER_PEER):  # fault.network.partition: as a link that went down
+            await self.close()
+            await asyncio.sleep(RETRY_BACKOFF_S)
+            raise ConnectionError(f"cut off from the controller ({NETWORK_PARTITION})")
         try:
             if self._client is None:
                 client = KafkaClient(self.host, self.port, self.client_id)
@@ -100,8 +105,8 @@ class RemoteChannel:
         self.faults = faults
         self.on_fatal = on_fatal
         self.controller_id = -1
-        self._requests = _Link(host, int(port), f"broker-{config.node_id}")
-        self._fetches = _Link(host, int(port), f"broker-{config.node_id}-metadata")
+        self._requests = _Link(host, int(port), f"broker-{config.node_id}", faults)
+        self._fetches = _Link(host, int(port), f"broker-{config.node_id}-metadata", faults)
         self._on_records: OnRecords | None = None
         self._applied = asyncio.Event()  # set (and replaced) whenever records were applied
         self._high_watermark = 0  # the controller's end offset, as last seen

@@ -13,6 +13,8 @@ Rules:
   ApiVersions answered in v0) are protocol/connection.py's; a violation raises `CloseConnection`. A handler
   that meets a KafkaError from below (the controller refusing, a storage error) or an unreachable controller
   (ConnectionError) gets an answer with that code (REQUEST_TIMED_OUT for the latter) in every error field.
+- A request from a peer behind `fault.network.partition` (a broker's replica fetcher, or a client by client.id)
+  closes its connection here, before anything else: to that peer the link is down.
 - Request fault rules (broker/faults.py, `fault.request.<api>`) are applied here, before the handler: answer
   an error, delay, or drop the connection, per API key, without any test-only branch in the handlers.
 """
@@ -28,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from epoch_broker.broker.faults import NETWORK_PARTITION, peer_of
 from epoch_broker.broker.services import Services
 from epoch_broker.protocol.connection import ProtocolViolation, ServerConnection
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
@@ -179,6 +182,8 @@ class Dispatcher:
         context = RequestContext(api.key, request.api_version, request.correlation_id, request.client_id,
                                  self.services, peer, request.unsupported, self.role)
         body = request.body
+        if self.faults.partitioned_from and self.faults.cut_off(peer_of(request.client_id)):
+            raise CloseConnection(f"fault hook {NETWORK_PARTITION}: {request.client_id} is cut off")
         rule = self.faults.take_request_rule(api.key)
         if rule is not None:
             if rule.delay_s:

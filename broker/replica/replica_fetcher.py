@@ -106,6 +106,12 @@ class ReplicaFetcher:
                 if self.faults.replication_paused:
                     await asyncio.sleep(PAUSE_CHECK_S)
                     continue
+                if self.faults.cut_off(str(self.source_id)):  # fault.network.partition: the link is down
+                    if client is not None:
+                        await client.close()
+                        client = None
+                    await asyncio.sleep(PAUSE_CHECK_S)
+                    continue
                 try:
                     if client is None:
                         client = await self._connect()

@@ -37,6 +37,7 @@ def scenarios() -> dict[str, Scenario]:
         isr_churn,
         kip207_offsets,
         leader_kill,
+        network_partition,
         power_loss,
         rolling_restart,
         unclean_truncation,
@@ -45,4 +46,4 @@ def scenarios() -> dict[str, Scenario]:
 
     return {module.SCENARIO.name: module.SCENARIO for module in (
         leader_kill, zombie_follower, unclean_truncation, kip207_offsets, isr_churn, controller_loss,
-        rolling_restart, power_loss, chaos)}
+        rolling_restart, power_loss, network_partition, chaos)}

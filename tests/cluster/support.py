@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -30,9 +29,10 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.drill import admin, launcher
 from epoch_broker.drill.admin import PartitionState
+from epoch_broker.drill.replicas import whole_prefix
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import create_topics, fetch, list_offsets, offset_for_leader_epoch
-from epoch_broker.protocol.records import LOG_OVERHEAD, iter_batches, iter_records
+from epoch_broker.protocol.records import iter_batches, iter_records
 
 from tests.broker.conftest import batch, produce_to
 from tests.helpers import REPO, free_port, wait_for
@@ -251,20 +251,10 @@ def segment_bytes(cluster: Cluster, node: int, topic: str, partition: int = 0) -
 
 
 def parse_batches(data: bytes) -> list[DiskBatch]:
-    """The whole batches in `data` (segment files or a Fetch answer's records); a batch still being written
-    ends it (the broker writes with pwrite, no user-space buffer: another process sees its writes at once)."""
-    end = 0
-    while end + LOG_OVERHEAD <= len(data):
-        (batch_length,) = _LENGTH.unpack_from(data, end + 8)
-        if batch_length <= 0 or end + LOG_OVERHEAD + batch_length > len(data):
-            break
-        end += LOG_OVERHEAD + batch_length
-    whole = data[:end]
+    """The whole batches in `data` (segment files or a Fetch answer's records), as drill/replicas.py reads them."""
+    whole = whole_prefix(data)
     return [DiskBatch(h.base_offset, h.base_offset + h.last_offset_delta, h.partition_leader_epoch,
                       [r.value for r in iter_records(whole, position, h)]) for position, h in iter_batches(whole)]
-
-
-_LENGTH = struct.Struct(">i")  # a batch's length, after its base offset (8 bytes)
 
 
 def disk_batches(cluster: Cluster, node: int, topic: str, partition: int = 0) -> list[DiskBatch]:
