@@ -29,6 +29,8 @@ from typing import Any
 from epoch_broker.broker.faults import (
     CLIENT_PEER_PREFIX,
     CONTROLLER_PEER,
+    DISK_FSYNC_FAILING,
+    DISK_FULL,
     HIGH_WATERMARK_HELD,
     NETWORK_PARTITION,
     POWER_LOSS,
@@ -80,6 +82,11 @@ FAULTS: dict[str, FaultKind] = {
                                    "(asymmetric), healed after the duration", "leader", (2.5, 4.0)),
     "client-partition": FaultKind(f"{NETWORK_PARTITION}: a partition's leader refuses the drill's producer "
                                   f"(client:{PRODUCER_CLIENT_ID}), healed after the duration", "leader", (1.5, 3.0)),
+    "disk-full": FaultKind(f"{DISK_FULL} on a partition's leader: every log write fails with ENOSPC (produces get "
+                           "KAFKA_STORAGE_ERROR and are retried), cleared after the duration", "leader", (1.5, 3.0)),
+    "fsync-failing": FaultKind(f"{DISK_FSYNC_FAILING} on a follower of a partition: a log that meets it goes "
+                               "offline; cleared and the broker restarted after the duration", "follower",
+                               (2.0, 3.5)),
     "replication-paused": FaultKind(f"set {REPLICATION_PAUSED} on a broker (it stops fetching: the leaders drop "
                                     "it from their ISRs), clear it after the duration", "broker", (3.0, 6.0)),
 }
@@ -179,6 +186,15 @@ class Nemesis:
             def heal() -> None:
                 for name in cuts:
                     self._hook(name, {}, [NETWORK_PARTITION])
+        elif fault.fault == "disk-full":
+            self._hook(target, {DISK_FULL: "true"}, [])
+            heal = lambda: self._hook(target, {}, [DISK_FULL])  # noqa: E731
+        elif fault.fault == "fsync-failing":
+            self._hook(target, {DISK_FSYNC_FAILING: "true"}, [])
+
+            def heal() -> None:  # an offline log stays offline until the process starts again, as in Kafka
+                self._hook(target, {}, [DISK_FSYNC_FAILING])
+                self.cluster.restart(target)
         elif fault.fault == "replication-paused":
             self._hook(target, {REPLICATION_PAUSED: "true"}, [])
             heal = lambda: self._hook(target, {}, [REPLICATION_PAUSED])  # noqa: E731

@@ -34,6 +34,7 @@ def scenarios() -> dict[str, Scenario]:
     from epoch_broker.drill.scenarios import (
         chaos,
         controller_loss,
+        disk_faults,
         isr_churn,
         kip207_offsets,
         leader_kill,
@@ -46,4 +47,4 @@ def scenarios() -> dict[str, Scenario]:
 
     return {module.SCENARIO.name: module.SCENARIO for module in (
         leader_kill, zombie_follower, unclean_truncation, kip207_offsets, isr_churn, controller_loss,
-        rolling_restart, power_loss, network_partition, chaos)}
+        rolling_restart, power_loss, disk_faults, network_partition, chaos)}

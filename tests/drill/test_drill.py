@@ -94,7 +94,7 @@ def test_bad_arguments_get_one_line_and_status_2(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("scenario", "seed"), [("unclean-truncation", "3"), ("power-loss", "5"),
                                                ("kip207-offsets", "4"), ("zombie-follower", "4"),
                                                ("controller-loss", "2"), ("rolling-restart", "1"),
-                                               ("network-partition", "6"), ("chaos", "9")])
+                                               ("network-partition", "6"), ("disk-faults", "8"), ("chaos", "9")])
 def test_each_kind_of_fault_drill_passes_its_invariants(tmp_path: Path, scenario: str, seed: str) -> None:
     out = tmp_path / "report"
     run = drill(scenario, "--seed", seed, "--duration", "12", "--out", str(out), cwd=tmp_path)
