@@ -37,6 +37,7 @@ DISK_FSYNC_FAILING = "fault.disk.fsync.failing"
 REQUEST_RULE_PREFIX = "fault.request."
 POWER_LOSS = "fault.power.loss"
 NETWORK_PARTITION = "fault.network.partition"
+NETWORK_DELAY = "fault.network.delay"
 CONTROLLER_PEER = "controller"
 CLIENT_PEER_PREFIX = "client:"
 
@@ -69,6 +70,10 @@ CATALOGUE: tuple[FaultSpec, ...] = (
               "`client:<client.id>`. It neither connects to them (its replica fetchers and controller links close) "
               "nor serves them (their connections are closed): set it on both ends for a partition, on one for an "
               "asymmetric one"),
+    FaultSpec(NETWORK_DELAY, "peers",
+              "comma-separated peer=ms (peers as fault.network.partition names them), e.g. 1=200,controller=50: "
+              "every request this broker sends to the peer or serves from it waits that long first (a slow link; "
+              "set on one end, one way)"),
     FaultSpec(POWER_LOSS, "action",
               "every log loses what was not fsynced (cut to its recovery point) and the process exits at once "
               f"with status {POWER_LOSS_EXIT_STATUS}, without answering"),
@@ -111,6 +116,7 @@ class BrokerFaults:
     disk: DiskFaults = field(default_factory=DiskFaults)
     requests: dict[int, RequestRule] = field(default_factory=dict)
     partitioned_from: frozenset[str] = frozenset()  # fault.network.partition's peers
+    delays_s: dict[str, float] = field(default_factory=dict)  # fault.network.delay: peer -> seconds
     on_power_loss: Callable[[], None] | None = None
 
     # -- parsing and applying (IncrementalAlterConfigs) -------------------------------------------------
@@ -127,6 +133,9 @@ class BrokerFaults:
         if key == NETWORK_PARTITION:
             peers = _parse_peers(key, value)
             return lambda: self._set_partition(peers)
+        if key == NETWORK_DELAY:
+            delays = _parse_delays(key, value)
+            return lambda: self._set_delays(delays, value)
         if key == POWER_LOSS:
             if value is None:
                 raise FaultConfigError(f"{key} is an action: it cannot be cleared")
@@ -153,6 +162,15 @@ class BrokerFaults:
         log.warning("fault hook %s = %s", NETWORK_PARTITION, ",".join(sorted(peers)) or "cleared")
         events.emit("fault", key=NETWORK_PARTITION, value=",".join(sorted(peers)) or "cleared")
 
+    def _set_delays(self, delays: dict[str, float], text: str | None) -> None:
+        self.delays_s = delays
+        log.warning("fault hook %s = %s", NETWORK_DELAY, text or "cleared")
+        events.emit("fault", key=NETWORK_DELAY, value=text or "cleared")
+
+    def delay_s(self, peer: str) -> float:
+        """How long a request to or from `peer` waits first (fault.network.delay), 0 if it does not."""
+        return self.delays_s.get(peer, 0.0)
+
     def cut_off(self, peer: str) -> bool:
         """Whether `peer` (a node id as text, `controller`, or `client:<id>`) is behind fault.network.partition."""
         return peer in self.partitioned_from
@@ -171,6 +189,9 @@ class BrokerFaults:
         found = {key: "true" for key, target in _FLAG_TARGETS.items() if getattr(*target(self))}
         if self.partitioned_from:
             found[NETWORK_PARTITION] = ",".join(sorted(self.partitioned_from))
+        if self.delays_s:
+            found[NETWORK_DELAY] = ",".join(f"{peer}={seconds * 1000:g}"
+                                            for peer, seconds in sorted(self.delays_s.items()))
         return found | dict(rule.setting for rule in self.requests.values())
 
     def take_request_rule(self, api_key: int) -> RequestRule | None:
@@ -208,11 +229,26 @@ def _parse_api(key: str) -> int:
 def _parse_peers(key: str, value: str | None) -> frozenset[str]:
     peers = frozenset(p.strip() for p in (value or "").split(",") if p.strip())
     for peer in peers:
-        if not (peer.isdigit() or peer == CONTROLLER_PEER
-                or (peer.startswith(CLIENT_PEER_PREFIX) and len(peer) > len(CLIENT_PEER_PREFIX))):
-            raise FaultConfigError(f"{key}: {peer!r} is not a peer (a broker node id, `{CONTROLLER_PEER}`, or "
-                                   f"`{CLIENT_PEER_PREFIX}<client.id>`)")
+        _check_peer(key, peer)
     return peers
+
+
+def _check_peer(key: str, peer: str) -> None:
+    if not (peer.isdigit() or peer == CONTROLLER_PEER
+            or (peer.startswith(CLIENT_PEER_PREFIX) and len(peer) > len(CLIENT_PEER_PREFIX))):
+        raise FaultConfigError(f"{key}: {peer!r} is not a peer (a broker node id, `{CONTROLLER_PEER}`, or "
+                               f"`{CLIENT_PEER_PREFIX}<client.id>`)")
+
+
+def _parse_delays(key: str, value: str | None) -> dict[str, float]:
+    delays = {}
+    for part in (p.strip() for p in (value or "").split(",") if p.strip()):
+        peer, _, ms = part.rpartition("=")
+        _check_peer(key, peer.strip())
+        if not ms.strip().isdigit():
+            raise FaultConfigError(f"{key}: {part!r} is not peer=milliseconds")
+        delays[peer.strip()] = int(ms) / 1000
+    return delays
 
 
 def peer_of(client_id: str | None) -> str:

@@ -32,6 +32,7 @@ from epoch_broker.broker.faults import (
     DISK_FSYNC_FAILING,
     DISK_FULL,
     HIGH_WATERMARK_HELD,
+    NETWORK_DELAY,
     NETWORK_PARTITION,
     POWER_LOSS,
     REPLICATION_PAUSED,
@@ -41,6 +42,7 @@ from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.drill.targets import Target, name_of, node
 from epoch_broker.drill.workload import PRODUCER_CLIENT_ID
 
+SLOW_LINK_MS = 300
 LAGGING_LEADER_S = 1.5  # how long a lagging-leader leads with its high watermark held, before it is released
 
 
@@ -82,6 +84,9 @@ FAULTS: dict[str, FaultKind] = {
                                    "(asymmetric), healed after the duration", "leader", (2.5, 4.0)),
     "client-partition": FaultKind(f"{NETWORK_PARTITION}: a partition's leader refuses the drill's producer "
                                   f"(client:{PRODUCER_CLIENT_ID}), healed after the duration", "leader", (1.5, 3.0)),
+    "slow-link": FaultKind(f"{NETWORK_DELAY}: a follower's link to its leader slowed by 300 ms a request (it falls "
+                           "behind while records flow, maybe out of the ISR), restored after the duration",
+                           "follower", (3.0, 5.0)),
     "disk-full": FaultKind(f"{DISK_FULL} on a partition's leader: every log write fails with ENOSPC (produces get "
                            "KAFKA_STORAGE_ERROR and are retried), cleared after the duration", "leader", (1.5, 3.0)),
     "fsync-failing": FaultKind(f"{DISK_FSYNC_FAILING} on a follower of a partition: a log that meets it goes "
@@ -186,6 +191,10 @@ class Nemesis:
             def heal() -> None:
                 for name in cuts:
                     self._hook(name, {}, [NETWORK_PARTITION])
+        elif fault.fault == "slow-link":  # its target is always follower:<partition>
+            leader = self._state(about["partition"]).leader
+            self._hook(target, {NETWORK_DELAY: f"{leader}={SLOW_LINK_MS}"}, [])
+            heal = lambda: self._hook(target, {}, [NETWORK_DELAY])  # noqa: E731
         elif fault.fault == "disk-full":
             self._hook(target, {DISK_FULL: "true"}, [])
             heal = lambda: self._hook(target, {}, [DISK_FULL])  # noqa: E731

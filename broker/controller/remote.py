@@ -76,6 +76,8 @@ class _Link:
             await self.close()
             await asyncio.sleep(RETRY_BACKOFF_S)
             raise ConnectionError(f"cut off from the controller ({NETWORK_PARTITION})")
+        if delay := self.faults.delay_s(CONTROLLER_PEER):  # fault.network.delay: a slow link to the controller
+            await asyncio.sleep(delay)
         try:
             if self._client is None:
                 client = KafkaClient(self.host, self.port, self.client_id)

@@ -14,7 +14,8 @@ Rules:
   that meets a KafkaError from below (the controller refusing, a storage error) or an unreachable controller
   (ConnectionError) gets an answer with that code (REQUEST_TIMED_OUT for the latter) in every error field.
 - A request from a peer behind `fault.network.partition` (a broker's replica fetcher, or a client by client.id)
-  closes its connection here, before anything else: to that peer the link is down.
+  closes its connection here, before anything else: to that peer the link is down. One from a peer with a
+  `fault.network.delay` waits that long first.
 - Request fault rules (broker/faults.py, `fault.request.<api>`) are applied here, before the handler: answer
   an error, delay, or drop the connection, per API key, without any test-only branch in the handlers.
 """
@@ -182,8 +183,11 @@ class Dispatcher:
         context = RequestContext(api.key, request.api_version, request.correlation_id, request.client_id,
                                  self.services, peer, request.unsupported, self.role)
         body = request.body
-        if self.faults.partitioned_from and self.faults.cut_off(peer_of(request.client_id)):
-            raise CloseConnection(f"fault hook {NETWORK_PARTITION}: {request.client_id} is cut off")
+        if self.faults.partitioned_from or self.faults.delays_s:
+            if self.faults.cut_off(peer_of(request.client_id)):
+                raise CloseConnection(f"fault hook {NETWORK_PARTITION}: {request.client_id} is cut off")
+            if delay := self.faults.delay_s(peer_of(request.client_id)):
+                await asyncio.sleep(delay)  # fault.network.delay: a slow link from that peer
         rule = self.faults.take_request_rule(api.key)
         if rule is not None:
             if rule.delay_s:

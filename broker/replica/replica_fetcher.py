@@ -112,6 +112,8 @@ class ReplicaFetcher:
                         client = None
                     await asyncio.sleep(PAUSE_CHECK_S)
                     continue
+                if delay := self.faults.delay_s(str(self.source_id)):  # fault.network.delay: a slow link
+                    await asyncio.sleep(delay)
                 try:
                     if client is None:
                         client = await self._connect()

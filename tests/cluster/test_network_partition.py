@@ -1,10 +1,13 @@
-"""fault.network.partition, the product's own network partitions (no tc/netem here): cut inside the brokers'
-connection layer, per pair of peers, both ways or one way, between brokers, to the controller, and to a client."""
+"""fault.network.partition and fault.network.delay, the product's own network faults (no tc/netem here): cut or
+slowed inside the brokers' connection layer, per pair of peers, both ways or one way, between brokers, to the
+controller, and to a client."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from epoch_broker.broker.faults import NETWORK_PARTITION
+from epoch_broker.broker.faults import NETWORK_DELAY, NETWORK_PARTITION
 from epoch_broker.client.aio import ConnectionClosed
 from epoch_broker.drill.admin import AdminError, alter_faults
 from epoch_broker.protocol.messages import metadata
@@ -60,3 +63,15 @@ async def test_a_client_cut_off_by_client_id_sees_its_connection_closed(cluster:
         assert (await client.request(metadata.API, 12, metadata.REQUEST.cls(topics=None))).brokers
     with pytest.raises(AdminError, match="not a peer"):
         await alter_faults(cluster.broker(0).address, 0, {NETWORK_PARTITION: "nobody"})
+
+
+@pytest.mark.cluster(brokers=1)
+async def test_a_delayed_link_makes_every_request_from_that_peer_wait(cluster: Cluster) -> None:
+    assert await cluster.set_fault(0, NETWORK_DELAY, "client:epoch-broker-client=400") == "applied"
+    async with cluster.client(0) as client:
+        started = time.monotonic()
+        await client.request(metadata.API, 12, metadata.REQUEST.cls(topics=None))
+        assert time.monotonic() - started >= 0.4  # a lower bound: the link's delay, whatever the machine's load
+    assert '"fault.network.delay": "client:epoch-broker-client=400"' in cluster.admin("status", "--json").stdout
+    with pytest.raises(AdminError, match="not peer=milliseconds"):
+        await alter_faults(cluster.broker(0).address, 0, {NETWORK_DELAY: "1=soon"})
