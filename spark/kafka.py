@@ -25,7 +25,7 @@ Rules:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -187,16 +187,9 @@ class Cluster:
                                                               current_leader_epoch=share[(topic, p)].leader_epoch)
                     for p in partitions])
                 for topic, partitions in _by_topic(share).items()])
-            found: dict[TopicPartition, tuple[int, int]] = {}
-            for answer_topic in client.request(list_offsets.API, LIST_OFFSETS_VERSION, request).topics:
-                for answer in answer_topic.partitions:
-                    error = ErrorCode(answer.error_code)
-                    if error == ErrorCode.NONE:
-                        found[(answer_topic.name, answer.partition_index)] = (answer.offset, answer.leader_epoch)
-                    elif error not in RETRIABLE:
-                        raise KafkaClientError(f"ListOffsets {answer_topic.name}-{answer.partition_index}: "
-                                             f"{error.name}")
-            return found
+            response = client.request(list_offsets.API, LIST_OFFSETS_VERSION, request)
+            return _accepted("ListOffsets", ((t.name, a.partition_index, a.error_code, (a.offset, a.leader_epoch))
+                                             for t in response.topics for a in t.partitions))
 
         return self.with_leaders(wanted, ask)
 
@@ -214,16 +207,10 @@ class Cluster:
                         partition=p, current_leader_epoch=share[(topic, p)].leader_epoch,
                         leader_epoch=wanted[(topic, p)]) for p in partitions])
                 for topic, partitions in _by_topic(share).items()])
-            found: dict[TopicPartition, tuple[int, int]] = {}
-            for answer_topic in client.request(offset_for_leader_epoch.API, EPOCH_VERSION, request).topics:
-                for answer in answer_topic.partitions:
-                    error = ErrorCode(answer.error_code)
-                    if error == ErrorCode.NONE:
-                        found[(answer_topic.topic, answer.partition)] = (answer.leader_epoch, answer.end_offset)
-                    elif error not in RETRIABLE:
-                        raise KafkaClientError(f"OffsetForLeaderEpoch {answer_topic.topic}-{answer.partition}: "
-                                             f"{error.name}")
-            return found
+            response = client.request(offset_for_leader_epoch.API, EPOCH_VERSION, request)
+            return _accepted("OffsetForLeaderEpoch", (
+                (t.topic, a.partition, a.error_code, (a.leader_epoch, a.end_offset))
+                for t in response.topics for a in t.partitions))
 
         return self.with_leaders(list(wanted), ask)
 
@@ -319,6 +306,19 @@ class Cluster:
             records += [StoredRecord(record, header.partition_leader_epoch, header.timestamp_type)
                         for record in iter_records(data, position, header)]
         return records, next_offset, last_epoch
+
+
+def _accepted(what: str, answers: Iterable[tuple[str, int, int, T]]) -> dict[TopicPartition, T]:
+    """The error-free answers of a per-leader request, by partition; those with a retriable error are left out
+    (with_leaders asks again), any other error is raised naming the partition."""
+    found: dict[TopicPartition, T] = {}
+    for topic, partition, code, value in answers:
+        error = ErrorCode(code)
+        if error == ErrorCode.NONE:
+            found[(topic, partition)] = value
+        elif error not in RETRIABLE:
+            raise KafkaClientError(f"{what} {topic}-{partition}: {error.name}")
+    return found
 
 
 def _by_topic(share: dict[TopicPartition, Leader]) -> dict[str, list[int]]:

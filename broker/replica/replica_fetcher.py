@@ -77,6 +77,7 @@ class ReplicaFetcher:
     def __init__(self, source_id: int, node_id: int, metadata: MetadataCache, faults: BrokerFaults,
                  broker_epoch: Callable[[], int]) -> None:
         self.source_id = source_id
+        self._peer = str(source_id)  # how the network fault hooks name the source broker
         self.node_id = node_id
         self.metadata = metadata
         self.faults = faults
@@ -106,13 +107,13 @@ class ReplicaFetcher:
                 if self.faults.replication_paused:
                     await asyncio.sleep(PAUSE_CHECK_S)
                     continue
-                if self.faults.cut_off(str(self.source_id)):  # fault.network.partition: the link is down
+                if self.faults.cut_off(self._peer):  # fault.network.partition: the link is down
                     if client is not None:
                         await client.close()
                         client = None
                     await asyncio.sleep(PAUSE_CHECK_S)
                     continue
-                if delay := self.faults.delay_s(str(self.source_id)):  # fault.network.delay: a slow link
+                if delay := self.faults.delay_s(self._peer):  # fault.network.delay: a slow link
                     await asyncio.sleep(delay)
                 try:
                     if client is None:
