@@ -143,7 +143,8 @@ class Broker:
         if (problem := self.file_budget.logs_fit(at_least)) is not None:
             raise StartupError(problem)
         self._log_manager = LogManager.open(list(config.log_dirs), log_config_for(config, topic_config(config, {})),
-                                            fs=FileSystem(self.faults.disk), topic_configs=topic_log_configs)
+                                            fs=FileSystem(self.faults.disk), topic_configs=topic_log_configs,
+                                            clock=self.faults.wall_clock_ms)
         if (problem := self.file_budget.logs_fit()) is not None:
             raise StartupError(problem)
         clean = all(self._log_manager.was_clean_shutdown.values())

@@ -11,6 +11,8 @@ Kinds:
   protocol/messages/, or its key), value `error=<ERROR_NAME or code>`, `delay.ms=<n>`, `drop`, `count=<n>`,
   comma-separated: answer that error in every error field, after the delay, or close the connection; `count`
   requests only (default: until cleared). Applied in the dispatcher before the handler runs.
+- peers: a list of peers (fault.network.*), as their docs below say.
+- value: one number (DELETE: back to 0).
 - action: happens once, when set.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -38,6 +41,8 @@ REQUEST_RULE_PREFIX = "fault.request."
 POWER_LOSS = "fault.power.loss"
 NETWORK_PARTITION = "fault.network.partition"
 NETWORK_DELAY = "fault.network.delay"
+CLOCK_OFFSET = "fault.clock.offset.ms"
+MAX_CLOCK_OFFSET_MS = 10 * 365 * 24 * 3600 * 1000  # a decade either way: enough for any skew worth drilling
 CONTROLLER_PEER = "controller"
 CLIENT_PEER_PREFIX = "client:"
 
@@ -74,6 +79,12 @@ CATALOGUE: tuple[FaultSpec, ...] = (
               "comma-separated peer=ms (peers as fault.network.partition names them), e.g. 1=200,controller=50: "
               "every request this broker sends to the peer or serves from it waits that long first (a slow link; "
               "set on one end, one way)"),
+    FaultSpec(CLOCK_OFFSET, "value",
+              "milliseconds (negative: behind) added to this broker's wall clock, as on a machine whose clock is "
+              "off: LogAppendTime stamps, the time index, time-based segment rolling and retention, timestamp "
+              "validation, group and offset-commit times. Deadlines (sessions, ISR lag, timeouts) run on the "
+              "monotonic clock, which a wrong wall clock does not move, and event lines keep the true time so "
+              "that a cluster's timeline still merges"),
     FaultSpec(POWER_LOSS, "action",
               "every log loses what was not fsynced (cut to its recovery point) and the process exits at once "
               f"with status {POWER_LOSS_EXIT_STATUS}, without answering"),
@@ -117,6 +128,7 @@ class BrokerFaults:
     requests: dict[int, RequestRule] = field(default_factory=dict)
     partitioned_from: frozenset[str] = frozenset()  # fault.network.partition's peers
     delays_s: dict[str, float] = field(default_factory=dict)  # fault.network.delay: peer -> seconds
+    clock_offset_ms: int = 0  # fault.clock.offset.ms
     on_power_loss: Callable[[], None] | None = None
 
     # -- parsing and applying (IncrementalAlterConfigs) -------------------------------------------------
@@ -136,6 +148,9 @@ class BrokerFaults:
         if key == NETWORK_DELAY:
             delays = _parse_delays(key, value)
             return lambda: self._set_delays(delays, value)
+        if key == CLOCK_OFFSET:
+            offset = _parse_clock_offset(key, value)
+            return lambda: self._set_clock_offset(offset)
         if key == POWER_LOSS:
             if value is None:
                 raise FaultConfigError(f"{key} is an action: it cannot be cleared")
@@ -167,6 +182,15 @@ class BrokerFaults:
         log.warning("fault hook %s = %s", NETWORK_DELAY, text or "cleared")
         events.emit("fault", key=NETWORK_DELAY, value=text or "cleared")
 
+    def _set_clock_offset(self, offset_ms: int) -> None:
+        self.clock_offset_ms = offset_ms
+        log.warning("fault hook %s = %d", CLOCK_OFFSET, offset_ms)
+        events.emit("fault", key=CLOCK_OFFSET, value=str(offset_ms) if offset_ms else "cleared")
+
+    def wall_clock_ms(self) -> int:
+        """This broker's wall clock: the true one, off by fault.clock.offset.ms."""
+        return int(time.time() * 1000) + self.clock_offset_ms
+
     def delay_s(self, peer: str) -> float:
         """How long a request to or from `peer` waits first (fault.network.delay), 0 if it does not."""
         return self.delays_s.get(peer, 0.0)
@@ -192,6 +216,8 @@ class BrokerFaults:
         if self.delays_s:
             found[NETWORK_DELAY] = ",".join(f"{peer}={seconds * 1000:g}"
                                             for peer, seconds in sorted(self.delays_s.items()))
+        if self.clock_offset_ms:
+            found[CLOCK_OFFSET] = str(self.clock_offset_ms)
         return found | dict(rule.setting for rule in self.requests.values())
 
     def take_request_rule(self, api_key: int) -> RequestRule | None:
@@ -213,6 +239,18 @@ def _parse_flag(key: str, value: str | None) -> bool:
     if text not in ("true", "false"):
         raise FaultConfigError(f"invalid value for {key}: {value!r} (expected true or false)")
     return text == "true"
+
+
+def _parse_clock_offset(key: str, value: str | None) -> int:
+    if value is None:
+        return 0
+    try:
+        offset = int(value.strip())
+    except ValueError:
+        raise FaultConfigError(f"invalid value for {key}: {value!r} (expected milliseconds, e.g. -3600000)") from None
+    if abs(offset) > MAX_CLOCK_OFFSET_MS:
+        raise FaultConfigError(f"invalid value for {key}: {offset} (at most {MAX_CLOCK_OFFSET_MS} either way)")
+    return offset
 
 
 def _parse_api(key: str) -> int:

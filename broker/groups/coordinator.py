@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
@@ -73,10 +72,6 @@ def partition_for(group_id: str, partitions: int) -> int:
     """Kafka's `Utils.abs(groupId.hashCode) % groupMetadataTopicPartitionCount` (Utils.abs(MIN_VALUE) = 0)."""
     h = java_string_hash(group_id)
     return (0 if h == -(1 << 31) else abs(h)) % partitions
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +125,10 @@ class GroupCoordinator:
         self._retention_timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task] = set()
         self._loading: dict[int, asyncio.Task] = {}  # partitions being replayed (COORDINATOR_LOAD_IN_PROGRESS)
+
+    def now_ms(self) -> int:
+        """The broker's wall clock (fault.clock.offset.ms moves it): commit and group-state times, expiry."""
+        return self.broker.faults.wall_clock_ms()
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -325,7 +324,7 @@ class GroupCoordinator:
             done = loop.create_future()
             done.set_result(None)
             return done
-        timestamp = now_ms()
+        timestamp = self.now_ms()
         batch = build_batch([(key, value, (), timestamp) for key, value in entries])
         task = loop.create_task(self.broker.replica_manager.append_internal(OFFSETS_TOPIC, partition, batch))
         self._tasks.add(task)
@@ -395,7 +394,7 @@ class GroupCoordinator:
                 error = ErrorCode.UNKNOWN_MEMBER_ID
             else:
                 group = self.groups[group_id] = Group(group_id, partition_for(group_id, self.num_partitions),
-                                                      state_timestamp=now_ms())
+                                                      state_timestamp=self.now_ms())
         if error is not ErrorCode.NONE:
             return JoinResult(error, member_id)
         assert group is not None
@@ -506,7 +505,7 @@ class GroupCoordinator:
         # No members left (the last one left a Stable group): the phase completes at once, to Empty.
         rebalance_timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
         initial = group.state is GroupState.EMPTY and self.initial_delay_ms > 0
-        group.transition(GroupState.PREPARING_REBALANCE, now_ms())
+        group.transition(GroupState.PREPARING_REBALANCE, self.now_ms())
         if initial:
             delay = min(self.initial_delay_ms, rebalance_timeout_ms)
             group.initial_delay_remaining_ms = max(rebalance_timeout_ms - self.initial_delay_ms, 0)
@@ -546,7 +545,7 @@ class GroupCoordinator:
         group.generation_id += 1
         if not group.members:
             group.protocol_name = None
-            group.transition(GroupState.EMPTY, now_ms())
+            group.transition(GroupState.EMPTY, self.now_ms())
             self._spawn(self._store_group(group))
             log.info("group %s is empty at generation %d", group.group_id, group.generation_id)
             return
@@ -554,7 +553,7 @@ class GroupCoordinator:
         leader = group.members.get(group.leader_id or "")
         if leader is None or leader.join_waiter is None:
             group.leader_id = next(m.member_id for m in group.members.values() if m.join_waiter is not None)
-        group.transition(GroupState.COMPLETING_REBALANCE, now_ms())
+        group.transition(GroupState.COMPLETING_REBALANCE, self.now_ms())
         log.info("group %s generation %d: %d members, protocol %s, leader %s", group.group_id,
                  group.generation_id, len(group.members), group.protocol_name, group.leader_id)
         for member in group.members.values():
@@ -615,7 +614,7 @@ class GroupCoordinator:
                 return await waiter
             if group.state is not GroupState.COMPLETING_REBALANCE or group.generation_id != generation:
                 return await waiter  # a rebalance started meanwhile and answered the parked members
-            group.transition(GroupState.STABLE, now_ms())
+            group.transition(GroupState.STABLE, self.now_ms())
             for m in group.members.values():
                 if m.sync_waiter is not None:
                     _resolve(m.sync_waiter, self._sync_result(group, m))
@@ -751,7 +750,7 @@ class GroupCoordinator:
         if error is not ErrorCode.NONE:
             return [error] * len(offsets)
         group = self.groups[group_id]
-        timestamp = now_ms()
+        timestamp = self.now_ms()
         errors: list[ErrorCode] = []
         accepted: list[tuple[tuple[str, int], CommittedOffset]] = []
         for o in offsets:
@@ -788,7 +787,7 @@ class GroupCoordinator:
                 return ErrorCode.ILLEGAL_GENERATION
             # A simple consumer (assign + commit) keeps its offsets in a group without members.
             self.groups[group_id] = Group(group_id, partition_for(group_id, self.num_partitions),
-                                          state_timestamp=now_ms())
+                                          state_timestamp=self.now_ms())
             return ErrorCode.NONE
         if group.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -886,11 +885,11 @@ class GroupCoordinator:
             (records.offset_key(group.group_id, t, p), None) for t, p in group.offsets
         ]
         entries.append((records.group_key(group.group_id), None))
-        group.transition(GroupState.DEAD, now_ms())
+        group.transition(GroupState.DEAD, self.now_ms())
         try:
             await self._append(group.partition, entries)
         except KafkaError:
-            group.transition(GroupState.EMPTY, now_ms())
+            group.transition(GroupState.EMPTY, self.now_ms())
             raise
         group.offsets.clear()
         self.groups.pop(group.group_id, None)
@@ -905,7 +904,7 @@ class GroupCoordinator:
 
     async def expire_offsets(self) -> None:
         """Remove expired offsets, then groups left with neither members nor offsets; re-arms its timer."""
-        deadline = now_ms() - self.retention_ms
+        deadline = self.now_ms() - self.retention_ms
         for group in list(self.groups.values()):
             if group.state is GroupState.EMPTY:
                 # A simple group (commits only) counts from each commit, a consumer group from becoming empty.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from epoch_broker.broker.app import Broker
 from epoch_broker.broker.faults import (
     CATALOGUE,
+    CLOCK_OFFSET,
     DISK_FSYNC_FAILING,
     DISK_FULL,
     HIGH_WATERMARK_HELD,
@@ -87,6 +89,24 @@ async def test_a_failing_fsync_takes_the_log_offline_until_restart(client: Kafka
     assert (await alter(client, [(DISK_FSYNC_FAILING, DELETE, None)])).error_code == ErrorCode.NONE
     # Kafka's rule: a log whose fsync failed stays offline (what reached it may not be on disk)
     assert (await produce_to(client, "t", batch(b"y"))).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+
+
+async def test_a_clock_offset_moves_the_brokers_wall_clock_until_cleared(broker: Broker, client: KafkaClient) -> None:
+    """fault.clock.offset.ms: a LogAppendTime topic is stamped an hour behind while it is set, and on time after."""
+    await create_topic(client, "t", message_timestamp_type="LogAppendTime")
+    hour_ms = 3_600_000
+    assert (await alter(client, [(CLOCK_OFFSET, SET, str(-hour_ms))])).error_code == ErrorCode.NONE
+    before = time.time() * 1000
+    behind = (await produce_to(client, "t", batch(b"skewed"))).log_append_time_ms
+    assert before - hour_ms - 1000 <= behind <= time.time() * 1000 - hour_ms
+    assert broker.faults.in_force()[CLOCK_OFFSET] == str(-hour_ms)
+
+    assert (await alter(client, [(CLOCK_OFFSET, DELETE, None)])).error_code == ErrorCode.NONE
+    on_time = (await produce_to(client, "t", batch(b"on time"))).log_append_time_ms
+    assert on_time >= before and CLOCK_OFFSET not in broker.faults.in_force()
+    for bad in ("soon", str(11 * 365 * 24 * 3600 * 1000)):
+        refused = await alter(client, [(CLOCK_OFFSET, SET, bad)])
+        assert refused.error_code == ErrorCode.INVALID_CONFIG and CLOCK_OFFSET in refused.error_message
 
 
 def test_every_catalogued_fault_is_listed_by_the_admin_help() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from epoch_broker.broker.config import BrokerConfig, Endpoint
+from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.groups import records
 from epoch_broker.broker.groups.coordinator import (
     OFFSETS_TOPIC,
@@ -66,6 +67,7 @@ class FakeBroker:
         self.metadata = MetadataCache()
         self.replica_manager = FakeReplicaManager(self.metadata)
         self.metadata_subscribers: list[Any] = []
+        self.faults = BrokerFaults()
 
 
 def add_topic(metadata: MetadataCache, name: str, partitions: int) -> bytes:
