@@ -10,6 +10,9 @@ The invariants, each counted and shown with at most 10 examples:
 - `latest_regression`: ListOffsets LATEST answers going back, whichever broker led (KIP-207).
 - `undetected_truncation`: a consumer read a record the final log replaced or cut, and never said so (KIP-320).
 - `replicas_consistent`: replicas' logs and epoch checkpoints agree below the high watermark (StrongIsr).
+- `epoch_fenced_produce`: an acknowledged record whose Produce carried a leader epoch (KIP-359, the send's
+  optional `leader_epoch`) that the final log holds in another epoch: a leader in one epoch took a write meant
+  for another.
 
 Rules:
 - The final reader's read-back after healing is the final log: what it holds is what the cluster kept.
@@ -44,6 +47,7 @@ TopicPartition = tuple[str, int]
 Record = tuple[TopicPartition, str]  # a record is named by its partition and value
 FINAL_READER = "reader"
 MAX_EXAMPLES = 10
+_EPOCH_ERRORS = ("FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH")
 
 
 @dataclass(slots=True)
@@ -175,7 +179,8 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
     undetected, detected = _undetected_truncation(history)
     invariants = [lost, _duplicated(history), _inconsistent_offsets(history, forgiven),
                   _non_monotonic(history, forgiven), _unseen(history), _epoch_regression(history),
-                  _latest_regression(history, allow_unclean), undetected, _replicas_consistent(history)]
+                  _latest_regression(history, allow_unclean), undetected, _replicas_consistent(history),
+                  _epoch_fenced_produce(history)]
     acks = [event for _, event in history.of_op("ack")]
     figures: dict[str, int | float] = {
         "events": len(history.events),
@@ -190,6 +195,8 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
         "truncations_detected": detected,
         "faults_applied": sum(1 for _, event in history.of_op("fault") if event["phase"] == "start"),
         "acks1_lost": acks1_lost,
+        "produce_epoch_refused": sum(1 for event in acks if event["error"] in _EPOCH_ERRORS),
+        "produce_not_leader": sum(1 for event in acks if event["error"] == "NOT_LEADER_OR_FOLLOWER"),
     }
     return CheckResult(invariants, figures, history.start)
 
@@ -351,6 +358,20 @@ def _latest_regression(history: _History, allow_unclean: bool) -> Invariant:
         return Invariant("latest_regression", True, found.count, found.examples,
                          note + " (unclean elections allowed: where they truncated, counted, not failed)")
     return found.verdict("latest_regression", note)
+
+
+def _epoch_fenced_produce(history: _History) -> Invariant:
+    found = _Findings()
+    for record, ack in history.acked.items():
+        carried = history.sends.get(record, {}).get("leader_epoch", -1)
+        reads = history.final_reads.get(record)
+        if carried < 0 or not reads or reads[0]["leader_epoch"] in (carried, -1):
+            continue
+        found.add(f"{_name(record[0])} {record[1]!r}: sent with leader epoch {carried} to {ack['client']}'s broker "
+                  f"at {history.at(ack)}, acknowledged at offset {ack['offset']}, written in epoch "
+                  f"{reads[0]['leader_epoch']}")
+    return found.verdict("epoch_fenced_produce",
+                         "an acknowledged Produce that carried a leader epoch (KIP-359) was written in that epoch")
 
 
 def _undetected_truncation(history: _History) -> tuple[Invariant, int]:

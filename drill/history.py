@@ -13,6 +13,8 @@ The fields of each op (`int|null` may be null; every field is required):
     send        a producer sends one record
                 topic: str, partition: int, value: str, acks: "all" | "1"
                 `value` is unique per topic-partition over the whole drill ("p0-17"): it names the record.
+                optional: leader_epoch: int, the CurrentLeaderEpoch the Produce carried (KIP-359; -1 = none),
+                broker: int, the broker it was sent to, probe: str, what kind of probe it was
     ack         the outcome of that send
                 topic: str, partition: int, value: str, offset: int|null, error: str|null, acks: "all" | "1"
                 error null = acknowledged at `offset`; error text = not acknowledged (the record may still
@@ -82,6 +84,10 @@ OPS: dict[str, dict[str, tuple[type, ...]]] = {
     "replica_log": {"broker": _INT, **_RECORD, "high_watermark": _INT, "batches": _LIST,
                     "epoch_checkpoint": _LIST},
 }
+# op -> optional field -> its JSON types, checked when present
+OPTIONAL: dict[str, dict[str, tuple[type, ...]]] = {
+    "send": {"leader_epoch": _INT, "broker": _INT, "probe": _STR},
+}
 CHOICES: dict[str, tuple[str, ...]] = {"acks": ("all", "1"), "phase": ("start", "end")}
 # list fields hold lists of ints of this length
 TUPLE_SIZES: dict[str, int] = {"batches": 4, "epoch_checkpoint": 2}
@@ -107,12 +113,19 @@ def validate(event: Any) -> None:
             raise ValueError(f"the {event['op']} event lacks {name!r}")
         value = event[name]
         _check_type(name, value, types)
-        if name in CHOICES and value not in CHOICES[name]:
-            raise ValueError(f"{name!r} is {value!r}, expected one of {', '.join(map(repr, CHOICES[name]))}")
-        if name in TUPLE_SIZES and not all(
-                isinstance(item, list) and len(item) == TUPLE_SIZES[name] and all(_is_int(x) for x in item)
-                for item in value):
-            raise ValueError(f"{name!r} must be a list of lists of {TUPLE_SIZES[name]} integers")
+        _check_value(name, value)
+    for name, types in OPTIONAL.get(event["op"], {}).items():
+        if name in event:
+            _check_type(name, event[name], types)
+
+
+def _check_value(name: str, value: Any) -> None:
+    if name in CHOICES and value not in CHOICES[name]:
+        raise ValueError(f"{name!r} is {value!r}, expected one of {', '.join(map(repr, CHOICES[name]))}")
+    if name in TUPLE_SIZES and not all(
+            isinstance(item, list) and len(item) == TUPLE_SIZES[name] and all(_is_int(x) for x in item)
+            for item in value):
+        raise ValueError(f"{name!r} must be a list of lists of {TUPLE_SIZES[name]} integers")
 
 
 def _is_int(value: Any) -> bool:

@@ -28,10 +28,12 @@ from typing import Any
 
 from epoch_broker.broker.faults import (
     CLIENT_PEER_PREFIX,
+    CLOCK_OFFSET,
     CONTROLLER_PEER,
     DISK_FSYNC_FAILING,
     DISK_FULL,
     HIGH_WATERMARK_HELD,
+    METADATA_PAUSED,
     NETWORK_DELAY,
     NETWORK_PARTITION,
     POWER_LOSS,
@@ -44,6 +46,10 @@ from epoch_broker.drill.workload import PRODUCER_CLIENT_ID
 
 SLOW_LINK_MS = 300
 LAGGING_LEADER_S = 1.5  # how long a lagging-leader leads with its high watermark held, before it is released
+HELD_BEFORE_RESTART_S = 1.0  # kip101-restart: records acknowledged above the follower's high watermark meanwhile
+UNREPLICATED_S = 0.5  # kip101-divergence: records only the leader has (below replica.lag.time.max.ms: no shrink)
+CLOCK_SKEW_MS = 3_600_000  # clock-skew: an hour ahead (time-based rolling and retention see the future)
+STATE_TIMEOUT_S = 30.0  # a composite fault's wait for the cluster to reach its next step
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,22 @@ FAULTS: dict[str, FaultKind] = {
     "fsync-failing": FaultKind(f"{DISK_FSYNC_FAILING} on a follower of a partition: a log that meets it goes "
                                "offline; cleared and the broker restarted after the duration", "follower",
                                (2.0, 3.5)),
+    "kip101-restart": FaultKind(f"KIP-101 scenario 1: with {HIGH_WATERMARK_HELD} on a partition's leader (its "
+                                "follower's high watermark falls behind the records acknowledged), the follower is "
+                                "SIGKILLed and started, and once back in the ISR the leader is SIGKILLed: the "
+                                "follower leads with acknowledged records above its own high watermark, which it "
+                                "must keep; the old leader starts again after the duration", "leader", (2.0, 4.0)),
+    "kip101-divergence": FaultKind("KIP-101 scenario 2: a partition's follower stops replicating for a moment, "
+                                   "then the leader and, once elected, its successor lose power; the successor "
+                                   "starts first and leads again, taking new records at the offsets the old "
+                                   "leader's unreplicated tail holds; the old leader starts after the duration and "
+                                   "must truncate that tail by leader epoch", "leader", (2.0, 4.0)),
+    "stale-leader": FaultKind(f"{METADATA_PAUSED} on a partition's leader, then a clean election of a follower: "
+                              "for the duration the old leader still believes it leads in the old epoch (as one "
+                              "cut off from the controller); what it takes is never committed", "leader",
+                              (3.0, 5.0)),
+    "clock-skew": FaultKind(f"{CLOCK_OFFSET}: a broker's wall clock an hour ahead (record times, time-based rolling "
+                            "and retention), set back after the duration", "broker", (3.0, 6.0)),
     "replication-paused": FaultKind(f"set {REPLICATION_PAUSED} on a broker (it stops fetching: the leaders drop "
                                     "it from their ISRs), clear it after the duration", "broker", (3.0, 6.0)),
 }
@@ -162,6 +184,10 @@ class Nemesis:
             return self._unclean_election(fault)
         if fault.fault == "lagging-leader":
             return self._lagging_leader(fault)
+        if fault.fault == "kip101-restart":
+            return self._kip101_restart(fault)
+        if fault.fault == "kip101-divergence":
+            return self._kip101_divergence(fault)
         target = self._resolve(fault.target)
         # a fault on a partition's leader or follower names the partition: the report measures its failover
         about = {"partition": int(fault.target.partition(":")[2])} if ":" in fault.target else {}
@@ -179,9 +205,7 @@ class Nemesis:
             self.cluster.restart(target)
             heal = lambda: None  # noqa: E731 - done when it is ready again
         elif fault.fault == "power-loss":
-            self._hook(target, {POWER_LOSS: "true"}, [])
-            if not self.cluster.wait_exit(target):
-                raise RuntimeError(f"{target} still runs after {POWER_LOSS}")
+            self._lose_power(target)
             heal = lambda: self.cluster.restart(target)  # noqa: E731
         elif fault.fault in ("isolated-leader", "controller-partition", "one-way-partition", "client-partition"):
             cuts = self._cuts(fault.fault, target, about.get("partition"))
@@ -207,6 +231,25 @@ class Nemesis:
         elif fault.fault == "replication-paused":
             self._hook(target, {REPLICATION_PAUSED: "true"}, [])
             heal = lambda: self._hook(target, {}, [REPLICATION_PAUSED])  # noqa: E731
+        elif fault.fault == "clock-skew":
+            self._hook(target, {CLOCK_OFFSET: str(CLOCK_SKEW_MS)}, [])
+            heal = lambda: self._hook(target, {}, [CLOCK_OFFSET])  # noqa: E731
+        elif fault.fault == "stale-leader":  # its target is always leader:<partition>
+            partition = about["partition"]
+            state = self._state(partition)
+            successor = next((r for r in state.isr if r != state.leader), None)
+            if successor is None:
+                raise RuntimeError(f"{self.topic}-{partition} has no follower in its ISR {list(state.isr)} to elect")
+            self._hook(target, {METADATA_PAUSED: "true"}, [])
+            try:
+                outcome = asyncio.run(admin.elect(self.cluster.controller().address, self.topic, partition,
+                                                  successor))
+                self._wait_state(partition, lambda s: s.leader == successor,
+                                 f"{name_of(self.cluster, successor)} leading {self.topic}-{partition} ({outcome})")
+            except BaseException:
+                self._hook(target, {}, [METADATA_PAUSED])  # not left stale when the election did not happen
+                raise
+            heal = lambda: self._hook(target, {}, [METADATA_PAUSED])  # noqa: E731
         else:
             raise ValueError(f"unknown fault {fault.fault!r} (known: {', '.join(FAULTS)})")
 
@@ -265,6 +308,85 @@ class Nemesis:
 
         return healed
 
+    def _kip101_restart(self, fault: ScheduledFault) -> Callable[[], None]:
+        """KIP-101 scenario 1, where Kafka before it lost acknowledged records: a follower restarted, truncated
+        its log to its high watermark, and was elected before it had fetched them again."""
+        partition = int(fault.target.partition(":")[2])
+        state = self._state(partition)
+        leader = name_of(self.cluster, state.leader)
+        follower_id = next((r for r in state.isr if r != state.leader), None)
+        if follower_id is None:
+            raise RuntimeError(f"{self.topic}-{partition} has no follower in its ISR {list(state.isr)}")
+        follower = name_of(self.cluster, follower_id)
+        self.history.record("fault", fault=fault.fault, target=leader, phase="start", partition=partition,
+                            detail=f"{self.topic}-{partition}: {follower}'s high watermark held by {leader}; "
+                                   f"{follower} restarted, then {leader} killed")
+        self.applied += 1
+        self._hook(leader, {HIGH_WATERMARK_HELD: "true"}, [])
+        try:
+            time.sleep(HELD_BEFORE_RESTART_S)
+            self.cluster.kill(follower)
+            self.cluster.restart(follower)
+            self._wait_state(partition, lambda s: follower_id in s.isr, f"{follower} back in the ISR")
+        except BaseException:
+            self._hook(leader, {}, [HIGH_WATERMARK_HELD])  # the leader lives on: not left holding it
+            raise
+        self.cluster.kill(leader)
+        return self._restarting(fault, leader, f"{leader} started again; {follower} led meanwhile")
+
+    def _kip101_divergence(self, fault: ScheduledFault) -> Callable[[], None]:
+        """KIP-101 scenario 2, where Kafka before it left two replicas with different records at one offset:
+        both lost power, the one with the shorter log came back first and took new records there. With two
+        replicas the follower is the one elected twice; with three, whichever the controller picks."""
+        partition = int(fault.target.partition(":")[2])
+        state = self._state(partition)
+        leader = name_of(self.cluster, state.leader)
+        follower_id = next((r for r in state.isr if r != state.leader), None)
+        if follower_id is None:
+            raise RuntimeError(f"{self.topic}-{partition} has no follower in its ISR {list(state.isr)}")
+        follower = name_of(self.cluster, follower_id)
+        self.history.record("fault", fault=fault.fault, target=leader, phase="start", partition=partition,
+                            detail=f"{self.topic}-{partition}: {follower} stops replicating; {leader} then its "
+                                   "successor lose power; the successor starts first")
+        self.applied += 1
+        self._hook(follower, {REPLICATION_PAUSED: "true"}, [])
+        try:
+            time.sleep(UNREPLICATED_S)
+            self._lose_power(leader)
+        finally:
+            self._hook(follower, {}, [REPLICATION_PAUSED])
+        successor = name_of(self.cluster, self._wait_state(
+            partition, lambda s: s.leader not in (-1, state.leader), "a new leader").leader)
+        self._lose_power(successor)
+        self.cluster.restart(successor)
+        self._wait_state(partition, lambda s: s.leader not in (-1, state.leader), "a leader again")
+        return self._restarting(fault, leader, f"{leader} started again, behind {successor}")
+
+    def _restarting(self, fault: ScheduledFault, name: str, detail: str) -> Callable[[], None]:
+        def healed() -> None:
+            self.cluster.restart(name)
+            self.history.record("fault", fault=fault.fault, target=name, phase="end", detail=detail)
+
+        return healed
+
+    def _lose_power(self, name: str) -> None:
+        self._hook(name, {POWER_LOSS: "true"}, [])
+        if not self.cluster.wait_exit(name):
+            raise RuntimeError(f"{name} still runs after {POWER_LOSS}")
+
+    def _wait_state(self, partition: int, condition: Callable[[admin.PartitionState], bool],
+                    what: str) -> admin.PartitionState:
+        deadline = time.monotonic() + STATE_TIMEOUT_S
+        while True:
+            try:
+                if condition(state := self._state(partition)):
+                    return state
+            except (RuntimeError, admin.AdminError):
+                pass  # no leader for a moment, or no broker answering: the deadline decides
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"waited {STATE_TIMEOUT_S:.0f} s for {what}")
+            time.sleep(0.05)
+
     def _cuts(self, fault: str, target: str, partition: int | None) -> dict[str, list[str]]:
         """Which broker gets which peers in fault.network.partition, for a partition fault on `target`."""
         me = node(self.cluster, target).node_id
@@ -280,11 +402,20 @@ class Nemesis:
         return {target: [f"{CLIENT_PEER_PREFIX}{PRODUCER_CLIENT_ID}"]}
 
     def _state(self, partition: int) -> admin.PartitionState:
-        state = asyncio.run(admin.fetch_metadata([n.address for n in self.cluster.running_brokers()])).partitions.get(
-            (self.topic, partition))
+        """The partition as the newest leader epoch among the running brokers' answers has it (KIP-232's rule:
+        a broker whose metadata lags, a stale leader above all, is not believed)."""
+        states = [state for n in self.cluster.running_brokers()
+                  if (state := self._state_from(n.address, partition)) is not None]
+        state = max(states, key=lambda s: s.leader_epoch, default=None)
         if state is None or state.leader < 0:
             raise RuntimeError(f"{self.topic}-{partition} has no leader to fault")
         return state
+
+    def _state_from(self, address: str, partition: int) -> admin.PartitionState | None:
+        try:
+            return asyncio.run(admin.fetch_metadata([address], timeout_s=2.0)).partitions.get((self.topic, partition))
+        except admin.AdminError:
+            return None
 
     def _resolve(self, target: str) -> str:
         role, _, partition = target.partition(":")

@@ -44,7 +44,7 @@ from epoch_broker.drill.nemesis import Nemesis, ScheduledFault, load_schedule, s
 from epoch_broker.drill.replicas import replica_logs
 from epoch_broker.drill.scenarios import Scenario, scenarios
 from epoch_broker.drill.targets import ComposeCluster, LocalCluster, Target
-from epoch_broker.drill.workload import LiveConsumer, Poller, Producers, Worker, read_back
+from epoch_broker.drill.workload import EpochProbe, LiveConsumer, Poller, Producers, Worker, read_back
 
 TOPIC = "drill"
 COMPOSE_BOOTSTRAP = "broker-0:9092,broker-1:9093,broker-2:9094"  # docker-compose.yml's advertised listeners
@@ -178,16 +178,18 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
     create_topic(bootstrap, scenario)
     wait_full_isr(cluster, scenario, "the topic's partitions led, with full ISRs")
     histories = [HistoryWriter(out / "history", name) for name in ("producer", "consumer", "poller", "nemesis",
-                                                                   "reader", "replicas")]
-    producer_history, consumer_history, poller_history, nemesis_history, reader_history, replicas_history = histories
+                                                                   "reader", "replicas", "probe")]
+    (producer_history, consumer_history, poller_history, nemesis_history, reader_history, replicas_history,
+     probe_history) = histories
     logs = client_logger(out / "client.log")
     workers: list[Worker] = []
     try:
         producers = Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs, scenario.acks).start()
         consumer = LiveConsumer(bootstrap, TOPIC, scenario.partitions, consumer_history, logs).start()
-        poller = Poller(lambda: {broker.node_id: broker.address for broker in cluster.running_brokers()}, TOPIC,
-                        poller_history).start()
-        workers += [producers, consumer, poller]
+        running = lambda: {broker.node_id: broker.address for broker in cluster.running_brokers()}  # noqa: E731
+        poller = Poller(running, TOPIC, poller_history).start()
+        probe = EpochProbe(running, TOPIC, probe_history).start() if scenario.probe else None
+        workers += [producers, consumer, poller, *([probe] if probe else [])]
         nemesis = Nemesis(cluster, TOPIC, nemesis_history)
 
         phase("faults")
@@ -200,6 +202,9 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
         producers.stop()
         say(f"  producers flushed: {producers.acked} acked, {producers.failed} failed")
         poller.stop()
+        if probe is not None:
+            probe.stop()
+            say(f"  epoch probe: {probe.sent} Produce requests to old leaders")
 
         phase("read back")
         ends = high_watermarks(cluster, scenario)

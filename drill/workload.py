@@ -10,6 +10,13 @@
 - `Poller`: every broker's own Metadata for the topic (leader, leader epoch: KIP-232 says they never go back)
   and ListOffsets LATEST from each partition's leader (KIP-207 says it never goes back), over this project's
   blocking client with a short timeout (a paused broker only delays the poll).
+- `EpochProbe` (the stale-leader drill, KIP-359): when a partition's leader changes, the old leader is a stale
+  route (where a producer whose metadata lags still sends); while it does not lead, it is sent a Produce now and
+  then of each kind: carrying the epoch the probe now knows ("kip359": refused with UNKNOWN_LEADER_EPOCH by a
+  stale leader, NOT_LEADER_OR_FOLLOWER by a demoted one), carrying the old epoch ("stale-kip359": a producer
+  with stale metadata, refused with FENCED_LEADER_EPOCH once the broker knows), and carrying none ("stock":
+  NOT_LEADER_OR_FOLLOWER, or appended by a stale leader and never committed). Each is a `send` and `ack` of
+  its own record, with the epoch it carried (`leader_epoch`) and the broker asked, acks=all.
 - `read_back`: after healing, every partition from its log start to its high watermark, as client "reader":
   the checker's reference of what the cluster kept.
 
@@ -33,9 +40,13 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from epoch_broker.client.blocking import BlockingKafkaClient
 from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import list_offsets, metadata
+from epoch_broker.protocol.messages import list_offsets, metadata, produce
+from epoch_broker.protocol.records import build_batch
 
 PRODUCER_CLIENT_ID = "drill-producer"  # its client.id: what a client-partition fault cuts off
+STALE_ROUTE_S = 15.0  # how long after a leader change the probe keeps asking the old leader
+PROBE_EVERY_S = 0.5
+PROBE_TIMEOUT_MS = 500  # a stale leader that appends never commits: its acks=all answer is a timeout
 TRUNCATION_OFFSET = re.compile(r"broker end offset is (\d+)")
 
 
@@ -155,20 +166,11 @@ class Poller(Worker):
         self.interval_s = interval_s
 
     def step(self) -> None:
-        leaders: dict[int, tuple[int, int]] = {}  # partition -> (leader, leader epoch), the newest epoch seen
-        for node, address in self.addresses().items():
-            try:
-                answer = self._ask(address, metadata.API, 12, metadata.REQUEST.cls(
-                    topics=[metadata.REQUEST.MetadataRequestTopic(name=self.topic)],
-                    allow_auto_topic_creation=False))
-            except OSError:
-                continue  # paused or just killed: its silence is in the fault events
-            for topic in answer.topics:
-                for p in topic.partitions if topic.name == self.topic else []:
-                    self.history.record("metadata", broker=node, topic=self.topic, partition=p.partition_index,
-                                        leader=p.leader_id, leader_epoch=p.leader_epoch)
-                    if p.leader_id >= 0 and p.leader_epoch >= leaders.get(p.partition_index, (-1, -1))[1]:
-                        leaders[p.partition_index] = (p.leader_id, p.leader_epoch)
+        def record(node: int, p: Any) -> None:
+            self.history.record("metadata", broker=node, topic=self.topic, partition=p.partition_index,
+                                leader=p.leader_id, leader_epoch=p.leader_epoch)
+
+        leaders = newest_leaders(self.addresses(), self.topic, record)
         addresses = self.addresses()
         for partition, (leader, epoch) in sorted(leaders.items()):
             if leader in addresses:
@@ -190,8 +192,86 @@ class Poller(Worker):
 
     @staticmethod
     def _ask(address: str, api: Any, version: int, request: Any) -> Any:
-        with BlockingKafkaClient.connect(address, "epoch-broker-drill-poller", timeout_s=1.0) as client:
-            return client.request(api, version, request)
+        return ask(address, api, version, request, "epoch-broker-drill-poller")
+
+
+def ask(address: str, api: Any, version: int, request: Any, client_id: str) -> Any:
+    """One request on a connection of its own, with a short timeout (a paused broker only delays the asker)."""
+    with BlockingKafkaClient.connect(address, client_id, timeout_s=1.0) as client:
+        return client.request(api, version, request)
+
+
+def newest_leaders(addresses: dict[int, str], topic: str,
+                   observe: Callable[[int, Any], None] = lambda node, answer: None) -> dict[int, tuple[int, int]]:
+    """partition -> (leader, leader epoch) of `topic` with the newest epoch among the brokers' own Metadata
+    answers (KIP-232: an older epoch is never believed); `observe(node, partition answer)` sees every answer."""
+    leaders: dict[int, tuple[int, int]] = {}
+    request = metadata.REQUEST.cls(topics=[metadata.REQUEST.MetadataRequestTopic(name=topic)],
+                                   allow_auto_topic_creation=False)
+    for node, address in addresses.items():
+        try:
+            answer = ask(address, metadata.API, 12, request, "epoch-broker-drill-metadata")
+        except OSError:
+            continue  # paused or just killed: its silence is in the fault events
+        for found in answer.topics:
+            for p in found.partitions if found.name == topic else []:
+                observe(node, p)
+                if p.leader_id >= 0 and p.leader_epoch >= leaders.get(p.partition_index, (-1, -1))[1]:
+                    leaders[p.partition_index] = (p.leader_id, p.leader_epoch)
+    return leaders
+
+
+class EpochProbe(Worker):
+    """Produces to the old leaders of partitions whose leader changed, as a producer with lagging metadata does
+    (the module docstring says what each kind of probe carries and what it should get)."""
+
+    KINDS = ("kip359", "stale-kip359", "stock")
+
+    def __init__(self, addresses: Callable[[], dict[int, str]], topic: str, history: HistoryWriter) -> None:
+        super().__init__("drill-epoch-probe")
+        self.addresses = addresses
+        self.topic = topic
+        self.history = history
+        self.known: dict[int, tuple[int, int]] = {}  # partition -> (leader, epoch) last seen
+        self.stale: dict[int, tuple[int, int, float]] = {}  # partition -> (old leader, its epoch, until when)
+        self.sent = 0
+
+    def step(self) -> None:
+        now = time.monotonic()
+        for partition, (leader, epoch) in newest_leaders(self.addresses(), self.topic).items():
+            old = self.known.get(partition)
+            if old is not None and epoch > old[1] and leader != old[0]:
+                self.stale[partition] = (old[0], old[1], now + STALE_ROUTE_S)
+            self.known[partition] = (leader, epoch)
+        addresses = self.addresses()
+        for partition, (old_leader, old_epoch, until) in list(self.stale.items()):
+            if now > until:
+                del self.stale[partition]
+            elif old_leader != self.known[partition][0] and old_leader in addresses:
+                for kind, carried in zip(self.KINDS, (self.known[partition][1], old_epoch, -1), strict=True):
+                    self._probe(kind, old_leader, addresses[old_leader], partition, carried)
+        self.stopping.wait(PROBE_EVERY_S)
+
+    def _probe(self, kind: str, broker: int, address: str, partition: int, leader_epoch: int) -> None:
+        value = f"probe-{kind}-{partition}-{self.sent}"
+        self.sent += 1
+        request = produce.REQUEST.cls(acks=-1, timeout_ms=PROBE_TIMEOUT_MS, topic_data=[
+            produce.REQUEST.TopicProduceData(name=self.topic, partition_data=[produce.REQUEST.PartitionProduceData(
+                index=partition, records=build_batch([(None, value.encode(), [], None)]),
+                current_leader_epoch=leader_epoch)])])
+        self.history.record("send", topic=self.topic, partition=partition, value=value, acks="all",
+                            leader_epoch=leader_epoch, broker=broker, probe=kind)
+        try:
+            answer = ask(address, produce.API, 9, request, "epoch-broker-drill-probe"
+                         ).responses[0].partition_responses[0]
+        except OSError as exc:  # no answer: the outcome is unknown (a stale leader may hold the record)
+            self.history.record("ack", topic=self.topic, partition=partition, value=value, offset=None,
+                                error=f"no answer: {exc}", acks="all", broker=broker, probe=kind)
+            return
+        error = None if answer.error_code == ErrorCode.NONE else ErrorCode(answer.error_code).name
+        self.history.record("ack", topic=self.topic, partition=partition, value=value,
+                            offset=answer.base_offset if error is None else None, error=error, acks="all",
+                            broker=broker, probe=kind)
 
 
 def read_back(bootstrap: str, topic: str, ends: dict[int, int], history: HistoryWriter, logger: logging.Logger,

@@ -21,6 +21,7 @@ class Scenario:
     acks: str = "all"  # the producers': "all" (idempotent) or "1" (where the scenario allows loss)
     allow_acks1_loss: bool = False
     unclean: bool = False  # elects uncleanly on purpose: LATEST may go back where that truncated (not KIP-207's case)
+    probe: bool = False  # runs the epoch probe (drill/workload.py): Produce to stale leaders, KIP-359
     # a scenario with a fixed shape (a rolling restart) plans its own schedule; others draw from `faults`
     plan: Callable[[int, float, list[str], int], list[ScheduledFault]] | None = None
 
@@ -36,15 +37,19 @@ def scenarios() -> dict[str, Scenario]:
         controller_loss,
         disk_faults,
         isr_churn,
+        kip101_scenario_1,
+        kip101_scenario_2,
         kip207_offsets,
         leader_kill,
         network_partition,
         power_loss,
         rolling_restart,
+        stale_leader,
         unclean_truncation,
         zombie_follower,
     )
 
     return {module.SCENARIO.name: module.SCENARIO for module in (
-        leader_kill, zombie_follower, unclean_truncation, kip207_offsets, isr_churn, controller_loss,
-        rolling_restart, power_loss, disk_faults, network_partition, chaos)}
+        leader_kill, zombie_follower, kip101_scenario_1, kip101_scenario_2, unclean_truncation, stale_leader,
+        kip207_offsets, isr_churn, controller_loss, rolling_restart, power_loss, disk_faults, network_partition,
+        chaos)}

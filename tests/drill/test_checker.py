@@ -19,7 +19,7 @@ from epoch_broker.drill.history import HistoryError, HistoryWriter, read_history
 TOPIC = "t"
 CLEAN = {0: 5, 1: 3}  # partition -> records in the clean drill
 INVARIANTS = ["lost", "duplicated", "inconsistent_offsets", "non_monotonic", "unseen", "epoch_regression",
-              "latest_regression", "undetected_truncation", "replicas_consistent"]
+              "latest_regression", "undetected_truncation", "replicas_consistent", "epoch_fenced_produce"]
 
 
 class Drill:
@@ -129,6 +129,8 @@ def test_a_writer_shared_by_threads_never_tears_a_line(tmp_path: Path) -> None:
     ("ack", {"topic": TOPIC, "partition": 0, "value": "v", "acks": "all"}, "the ack event lacks 'offset'"),
     ("read", {"topic": TOPIC, "partition": 0, "offset": True, "value": "v", "leader_epoch": 1}, "expected int"),
     ("send", {"time": 1.0, "topic": TOPIC, "partition": 0, "value": "v", "acks": "all"}, "stamps time"),
+    ("send", {"topic": TOPIC, "partition": 0, "value": "v", "acks": "all", "leader_epoch": "3"},
+     "'leader_epoch' is \"3\", expected int"),  # an optional field, checked when present
 ])
 def test_a_writer_refuses_an_event_the_format_does_not_allow(tmp_path: Path, op: str, fields: dict[str, Any],
                                                               message: str) -> None:
@@ -326,6 +328,26 @@ def test_replicas_may_differ_at_and_above_the_high_watermark(drill: Drill) -> No
     result = drill.check()
     assert result.passed
     assert result.invariant("replicas_consistent").note.startswith("replicas' batches")
+
+
+def test_an_acknowledged_produce_written_in_another_epoch_than_it_carried_is_epoch_fenced(tmp_path: Path) -> None:
+    """KIP-359: a Produce carrying epoch 2 must not be acknowledged by a leader writing in epoch 1; refusals
+    are counted as figures, and a send that carried no epoch (-1, or no field) is not judged."""
+    history = Drill(tmp_path / "history")
+    for offset, (carried, written) in enumerate([(1, 1), (2, 1), (-1, 1)]):
+        value = f"e{offset}"
+        history("probe").record("send", topic=TOPIC, partition=0, value=value, acks="all", leader_epoch=carried,
+                                broker=0, probe="kip359")
+        history("probe").record("ack", topic=TOPIC, partition=0, value=value, offset=offset, error=None, acks="all")
+        history("reader").record("read", topic=TOPIC, partition=0, offset=offset, value=value, leader_epoch=written)
+    history("probe").record("send", topic=TOPIC, partition=0, value="refused", acks="all", leader_epoch=3)
+    history("probe").record("ack", topic=TOPIC, partition=0, value="refused", offset=None,
+                            error="UNKNOWN_LEADER_EPOCH", acks="all")
+    result = history.check()
+    assert failed(result) == {"epoch_fenced_produce": 1}
+    (example,) = result.invariant("epoch_fenced_produce").examples
+    assert "t-0 'e1': sent with leader epoch 2" in example and "written in epoch 1" in example
+    assert (result.figures["produce_epoch_refused"], result.figures["produce_not_leader"]) == (1, 0)
 
 
 def test_sends_without_outcome_or_record_are_unseen_and_fail_nothing(drill: Drill) -> None:

@@ -94,12 +94,15 @@ def test_bad_arguments_get_one_line_and_status_2(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("scenario", "seed"), [("unclean-truncation", "3"), ("power-loss", "5"),
                                                ("kip207-offsets", "4"), ("zombie-follower", "4"),
                                                ("controller-loss", "2"), ("rolling-restart", "1"),
-                                               ("network-partition", "6"), ("disk-faults", "8"), ("chaos", "9")])
+                                               ("network-partition", "6"), ("disk-faults", "8"),
+                                               ("kip101-scenario-1", "1"), ("kip101-scenario-2", "1"),
+                                               ("stale-leader", "1"), ("chaos", "9")])
 def test_each_kind_of_fault_drill_passes_its_invariants(tmp_path: Path, scenario: str, seed: str) -> None:
     out = tmp_path / "report"
     run = drill(scenario, "--seed", seed, "--duration", "12", "--out", str(out), cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-3000:]
-    check = json.loads((out / "report.json").read_text())["check"]
+    report = json.loads((out / "report.json").read_text())
+    check, timeline = report["check"], report["cluster_events"]
     figures, invariants = check["figures"], {i["name"]: i for i in check["invariants"]}
     assert figures["faults_applied"] >= 1 and figures["acked"] > 100
     assert "no replica logs" not in invariants["replicas_consistent"]["note"]
@@ -111,7 +114,6 @@ def test_each_kind_of_fault_drill_passes_its_invariants(tmp_path: Path, scenario
         assert figures["truncations_detected"] > 0 and invariants["undetected_truncation"]["passed"]
         # the cluster's own timeline, merged from the nodes' logs: the hook, the ISR shrinking, the election,
         # the old leader's truncation, in that order
-        timeline = json.loads((out / "report.json").read_text())["cluster_events"]
         hook = next(i for i, e in enumerate(timeline) if e["kind"] == "fault" and e["value"] == "true")
         shrink = next(i for i, e in enumerate(timeline) if i > hook and e["kind"] == "isr")
         election = next(i for i, e in enumerate(timeline) if e["kind"] == "leader" and "unclean" in e["why"])
@@ -120,6 +122,23 @@ def test_each_kind_of_fault_drill_passes_its_invariants(tmp_path: Path, scenario
         assert "id='cluster-events'" in (out / "report.html").read_text()
     else:
         assert figures["acks1_lost"] == 0 and invariants["lost"]["count"] == 0
+    if scenario == "kip101-scenario-1":
+        # the restarted follower was elected (the old leader died): nothing above its high watermark was lost
+        started = {e["partition"]: e for e in fault_events(out) if e["phase"] == "start"}
+        assert any(e["kind"] == "leader" and e["topic"] == "drill" and int(e["partition"]) in started
+                   and e["time"] > started[int(e["partition"])]["time"] for e in timeline)
+    if scenario == "kip101-scenario-2":
+        # the old leader, started last, cut its unreplicated tail by leader epoch: the replicas diverged, then
+        # agreed (replicas_consistent passed above)
+        assert [e for e in timeline if e["kind"] == "truncate" and e["topic"] == "drill"]
+    if scenario == "stale-leader":
+        # KIP-359: a stale leader refused the new epoch; once it knew, stale producers were fenced (74) and stock
+        # ones sent elsewhere (6); nothing carrying an epoch was written in another
+        answers = {(e["probe"], e["error"]) for e in map(json.loads, (out / "history" / "probe.jsonl").open())
+                   if e["op"] == "ack"}
+        assert {("kip359", "UNKNOWN_LEADER_EPOCH"), ("stale-kip359", "FENCED_LEADER_EPOCH"),
+                ("stock", "NOT_LEADER_OR_FOLLOWER")} <= answers
+        assert invariants["epoch_fenced_produce"]["passed"] and figures["produce_epoch_refused"] > 0
     if scenario == "kip207-offsets":
         # the new leader's window was seen: OFFSET_NOT_AVAILABLE answers, and LATEST never went back
         polled = [json.loads(line) for line in (out / "history" / "poller.jsonl").read_text().splitlines()]
