@@ -42,7 +42,12 @@ from epoch_broker.broker.controller.store import CorruptMetadataLog
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.faults import POWER_LOSS_EXIT_STATUS, BrokerFaults
 from epoch_broker.broker.file_budget import FileBudget, raise_open_files_limit
-from epoch_broker.broker.log_dirs import check_metadata_log_present, claim_log_dirs, corrupt_metadata_log
+from epoch_broker.broker.log_dirs import (
+    check_metadata_log_present,
+    check_usable,
+    claim_log_dirs,
+    corrupt_metadata_log,
+)
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.network.dispatch import Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
@@ -119,7 +124,7 @@ class Broker:
     async def start(self) -> Endpoint:
         """Start everything; returns the endpoint clients should use (with the real port if 0 was asked)."""
         config = self.config
-        os.makedirs(config.data_dir, exist_ok=True)
+        check_usable([config.data_dir, *config.log_dirs])
         if self._channel is None:
             if "controller" in config.process_roles:
                 check_metadata_log_present(config.data_dir)

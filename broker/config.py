@@ -207,7 +207,7 @@ class BrokerConfig:
     log_flush_interval_ms: int | None = None
     log_flush_every_append: bool = False
     message_timestamp_type: str = "CreateTime"
-    group_initial_rebalance_delay_ms: int = 3000
+    group_initial_rebalance_delay_ms: int = 0  # Kafka: 3000, but 0 in its shipped server.properties
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 3  # capped at the live brokers when the topic is made
     offsets_retention_minutes: int = 10080

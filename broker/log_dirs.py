@@ -19,6 +19,19 @@ from epoch_broker.storage import meta_properties
 from epoch_broker.storage.meta_properties import MetaPropertiesError
 
 
+def check_usable(directories: list[str]) -> None:
+    """Before anything is written: each dir exists (made if missing), is a directory, and can be written."""
+    for directory in directories:
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise StartupError(f"log dir {directory} is not a directory")
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as exc:
+            raise StartupError(f"log dir {directory} cannot be created: {exc.strerror}") from exc
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise StartupError(f"log dir {directory} is not writable")
+
+
 def check_metadata_log_present(data_dir: str) -> None:
     """Before an embedded or controller-only process opens (or would create) its metadata log."""
     try:

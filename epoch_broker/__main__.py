@@ -26,6 +26,8 @@ from epoch_broker.broker import events
 from epoch_broker.broker.config import BrokerConfig, ConfigError, StartupError, load_config
 from epoch_broker.drill import launcher
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="epoch-broker", description="A Kafka-compatible broker.")
@@ -35,7 +37,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     serve.add_argument("properties", nargs="?", help="a Kafka server.properties file")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a config key (repeatable; wins over the file)")
-    serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    serve.add_argument("--log-level", default="INFO", help=", ".join(LOG_LEVELS))
     launcher.add_arguments(commands.add_parser("cluster", help="run a controller and N brokers as processes"))
     # listed for --help only: main() hands `admin ...` to broker.admin's own parser
     commands.add_parser("admin", help="elections, fault hooks, signals and status of a cluster", add_help=False)
@@ -86,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     if args.command == "cluster":
         return launcher.run(args)
+    if args.log_level.upper() not in LOG_LEVELS:
+        print(f"epoch-broker: unknown --log-level {args.log_level!r} (one of {', '.join(LOG_LEVELS)})",
+              file=sys.stderr)
+        return 2
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

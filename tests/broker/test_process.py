@@ -159,6 +159,35 @@ def test_a_bad_config_value_exits_2_with_one_line_naming_the_key(tmp_path: Path)
     assert lines == ["epoch-broker: invalid value for num.partitions: 'x' (expected an integer >= 1)"]
 
 
+def test_environment_errors_exit_2_with_one_line_naming_them_and_no_traceback(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    data, a_file = f"log.dirs={tmp_path / 'data'}", tmp_path / "a-file"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cases = {
+            f"('127.0.0.1', {port}): address already in use": [f"listeners=PLAINTEXT://127.0.0.1:{port}", data],
+            f"log dir {a_file} is not a directory": ["listeners=PLAINTEXT://127.0.0.1:0", f"log.dirs={a_file}"],
+            f"log dir {a_file / 'logs'} cannot be created: Not a directory": [
+                "listeners=PLAINTEXT://127.0.0.1:0", f"log.dirs={a_file / 'logs'}"],
+        }
+        for message, overrides in cases.items():
+            _assert_one_line_and_2(tmp_path, ["serve", *[arg for item in overrides for arg in ("--override", item)]],
+                                   message)
+    _assert_one_line_and_2(tmp_path, ["serve", "--log-level", "LOUD"],
+                           "unknown --log-level 'LOUD' (one of DEBUG, INFO, WARNING, ERROR)")
+
+
+def _assert_one_line_and_2(cwd: Path, argv: list[str], message: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "epoch_broker", *argv], capture_output=True, text=True, cwd=cwd,
+                            env={"PYTHONPATH": str(REPO)}, timeout=30)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("epoch-broker: ") and message in last, result.stderr
+
+
 def test_unknown_keys_are_warned_about_and_the_ready_line_names_the_port(tmp_path: Path) -> None:
     process = start_broker(tmp_path, {**FAST, "some.unknown.key": "1"})
     try:
