@@ -4,8 +4,10 @@ Behaviour: for key type 0 (group) the coordinator is the leader of the group's `
 partition, `abs(java hashCode(group_id)) % offsets.topic.num.partitions`, so it moves with leadership. The first
 group key creates `__consumer_offsets` (lazily, as Kafka does); if that fails the answer is COORDINATOR_NOT_AVAILABLE.
 v0-3 ask for one key; v4+ batch `coordinator_keys` and answer one entry per key.
-Skipped: key type 1 (transaction) answers COORDINATOR_NOT_AVAILABLE: there is no transaction coordinator;
-other key types get INVALID_REQUEST.
+Skipped: key type 1 (transaction): there is no transaction coordinator, so it answers
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED with the message TRANSACTIONS_UNSUPPORTED: the one answer clients treat
+as fatal at once (librdkafka's init_transactions() fails with the message; COORDINATOR_NOT_AVAILABLE would
+keep them retrying until their timeout). Other key types get INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -19,14 +21,19 @@ from epoch_broker.protocol.messages import find_coordinator as messages
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
+TRANSACTIONS_UNSUPPORTED = "epoch-broker does not support transactions yet (no transaction coordinator)"
 
 
 def _locate(context: RequestContext[BrokerServices], key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
     if key_type == KEY_TYPE_GROUP:
         return context.services.group_coordinator.find_coordinator(key)
     if key_type == KEY_TYPE_TRANSACTION:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1
     return ErrorCode.INVALID_REQUEST, -1, "", -1
+
+
+def _message(key_type: int, error: ErrorCode) -> str | None:
+    return TRANSACTIONS_UNSUPPORTED if key_type == KEY_TYPE_TRANSACTION and error != ErrorCode.NONE else None
 
 
 def _unavailable(context: RequestContext[BrokerServices], key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
@@ -51,11 +58,11 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         for key in request.coordinator_keys:
             error, node_id, host, port = locate(context, request.key_type, key)
             response.coordinators.append(messages.RESPONSE.Coordinator(
-                key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=None
-            ))
+                key=key, node_id=node_id, host=host, port=port, error_code=error,
+                error_message=_message(request.key_type, error)))
         return response
     error, node_id, host, port = locate(context, request.key_type, request.key)
     response.error_code = error
-    response.error_message = None
+    response.error_message = _message(request.key_type, error)
     response.node_id, response.host, response.port = node_id, host, port
     return response

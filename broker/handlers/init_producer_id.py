@@ -4,7 +4,8 @@ Behaviour: a new producer id, unique across the cluster and across restarts (blo
 the controller's metadata log), epoch 0. A v3+ request that names its current producer id and epoch (KIP-360,
 after an unknown-producer or sequence error) gets the same id with the epoch bumped, so its sequences restart.
 Version notes: aiokafka sends v0 and kafkajs v1; v0-2 have no producer id/epoch fields in the request.
-Skipped: transactions (no transaction coordinator): a transactional_id gets COORDINATOR_NOT_AVAILABLE. The
+Skipped: transactions (no transaction coordinator): a transactional_id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+fatal to clients at once (COORDINATOR_NOT_AVAILABLE would keep them retrying until their timeout). The
 epoch bump does not check that the id was handed out by us (no producer-id expiry is tracked).
 """
 
@@ -24,7 +25,7 @@ MAX_EPOCH = 32767
 @handles(init_producer_id.API, "0-5")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if request.transactional_id is not None:
-        return Response(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
+        return Response(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1)
     if request.producer_id >= 0 and 0 <= request.producer_epoch < MAX_EPOCH - 1:
         return Response(error_code=ErrorCode.NONE, producer_id=request.producer_id,
                         producer_epoch=request.producer_epoch + 1)
