@@ -47,6 +47,15 @@ def test_the_wheel_has_only_epoch_broker_at_top_level(wheel: Path) -> None:
     assert any(name.endswith("licenses/LICENSE") for name in names)
 
 
+def test_the_wheel_declares_the_pytest_plugin_and_ships_the_testing_api(wheel: Path) -> None:
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    assert {"epoch_broker/testing.py", "epoch_broker/pytest_plugin.py"} <= names
+    entry_points = next(name for name in names if name.endswith(".dist-info/entry_points.txt"))
+    text = archive.read(entry_points).decode()
+    assert "[pytest11]" in text and "epoch_broker = epoch_broker.pytest_plugin" in text
+
+
 def test_every_package_folder_is_in_the_wheel(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     folders = [init.parent.relative_to(ROOT) for layer in LAYERS if (ROOT / layer).is_dir()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import subprocess
 import sys
 import threading
@@ -34,60 +33,35 @@ from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import create_topics, fetch, list_offsets, offset_for_leader_epoch
 from epoch_broker.protocol.records import iter_batches, iter_records
 
+from epoch_broker import testing
 from tests.broker.conftest import batch, produce_to
 from tests.helpers import REPO, free_port, wait_for
 
 
-class Cluster:
+class Cluster(testing.Cluster):
+    """The shared cluster (epoch_broker/testing.py, what users get), with what the project's cluster tests add:
+    process specs, raw clients per node, Metadata as one node answers it, the admin CLI, process logs."""
+
     def __init__(self, directory: Path, processes: launcher.ClusterFile) -> None:
+        super().__init__(len(processes.brokers), directory, {})
         self.directory = directory
         self.file = processes
 
     @property
     def bootstrap(self) -> str:
-        return self.file.bootstrap
+        return self.bootstrap_servers
 
     @property
     def controller(self) -> str:
-        return self.file.controller.address
+        return self._cluster_file().controller.address
 
     def broker(self, node: int) -> launcher.ProcessSpec:
-        return self.file.process(node)
-
-    def _reload(self) -> None:
-        self.file = launcher.ClusterFile.read(self.directory)
-
-    def kill(self, node: int, sig: signal.Signals = signal.SIGKILL) -> None:
-        """Send `sig`; for SIGKILL and SIGTERM, return once the process has exited."""
-        spec = self.broker(node)
-        launcher.signal_process(spec, sig)
-        if sig in (signal.SIGKILL, signal.SIGTERM) and not launcher.wait_exit(spec, launcher.STOP_TIMEOUT_S):
-            raise TimeoutError(f"{spec.name} (pid {spec.pid}) still runs after {sig.name}")
-
-    def pause(self, node: int) -> None:
-        launcher.signal_process(self.broker(node), signal.SIGSTOP)
-
-    def resume(self, node: int) -> None:
-        launcher.signal_process(self.broker(node), signal.SIGCONT)
-
-    def restart(self, node: int, hard: bool = False) -> launcher.ProcessSpec:
-        """Stop (SIGKILL when `hard`) if running, start with the recorded argv, wait for its ready line."""
-        launcher.restart_process(self.directory, node, hard)
-        self._reload()
-        return self.broker(node)
-
-    def stop(self) -> None:
-        self._reload()
-        launcher.stop_cluster(self.file)
+        return self._cluster_file().process(node)
 
     def admin(self, *args: str) -> subprocess.CompletedProcess[str]:
         """`epoch-broker admin --cluster DIR *args` as a user runs it."""
         return subprocess.run([sys.executable, "-m", "epoch_broker", "admin", "--cluster", str(self.directory), *args],
                               capture_output=True, text=True, timeout=60, cwd=REPO)
-
-    async def elect(self, topic: str, partition: int, leader: int | None = None, unclean: bool = False) -> str:
-        """"elected" or "not needed"; raises admin.AdminError on an error answer."""
-        return await admin.elect(self.controller, topic, partition, -1 if leader is None else leader, unclean)
 
     async def set_fault(self, node: int, key: str, value: str) -> str:
         return await admin.alter_faults(self.broker(node).address, node, {key: value})
@@ -101,7 +75,7 @@ class Cluster:
 
     async def metadata(self) -> dict[tuple[str, int], admin.PartitionState]:
         """Leader, leader epoch, replicas and ISR of every partition, from the first running broker."""
-        return (await admin.fetch_metadata(admin.running_brokers(self.file))).partitions
+        return (await admin.fetch_metadata(admin.running_brokers(self._cluster_file()))).partitions
 
     async def metadata_of(self, node: int) -> admin.ClusterMetadata:
         """Metadata v12 from one broker (its own cache), not from whichever answers first."""
@@ -112,7 +86,8 @@ class Cluster:
         return Path(self.broker(node).log).read_text(errors="replace")
 
     def log_tails(self) -> str:
-        return "\n".join(f"--- {spec.log} ---\n{launcher.log_tail(spec.log)}" for spec in self.file.processes)
+        return "\n".join(f"--- {spec.log} ---\n{launcher.log_tail(spec.log)}"
+                         for spec in self._cluster_file().processes)
 
 
 def start_cluster(tmp_path: Path, brokers: int = 3, overrides: dict[str, Any] | None = None) -> Cluster:

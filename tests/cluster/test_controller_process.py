@@ -26,7 +26,7 @@ async def test_a_sigkilled_controller_restarts_from_its_metadata_log_and_the_clu
     cluster.restart(CONTROLLER, hard=True)
 
     await create_topic(cluster, "after", partitions=3)  # a new change, through a broker, to the new process
-    assert await cluster.elect("before", 1, leader=2) == "elected"
+    assert await asyncio.to_thread(cluster.elect, "before", 1, leader=2) == "elected"
     after = await wait_state(cluster, "before", lambda s: s.leader == 2, partition=1, what="broker 2 leading")
     assert after.leader_epoch == before[("before", 1)][1] + 1  # epochs went on from where they were
     unchanged = {key: (s.leader, s.leader_epoch, s.isr) for key, s in (await cluster.metadata()).items()

@@ -5,6 +5,7 @@ follower asked about it forever; KIP-279, Kafka's UnifiedLog.truncateTo)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -74,8 +75,8 @@ async def flap_and_check(cluster: Cluster, replicas: list[int]) -> None:
             a = state.leader
             b = next(r for r in state.isr if r != a)
             # two elections milliseconds apart: b leads for a moment, likely appending nothing
-            await cluster.elect(TOPIC, 0, leader=b)
-            await cluster.elect(TOPIC, 0, leader=a)
+            await asyncio.to_thread(cluster.elect, TOPIC, 0, leader=b)
+            await asyncio.to_thread(cluster.elect, TOPIC, 0, leader=a)
             started = time.monotonic()
             target = disk_log_end(cluster, a, TOPIC)  # what every replica must reach (the producer goes on)
 

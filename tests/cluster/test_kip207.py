@@ -55,7 +55,7 @@ async def test_a_new_leader_behind_on_its_high_watermark_refuses_client_offsets_
 
     # Broker 2 stops fetching, so broker 1, once elected, cannot learn that the ISR has its 5 records.
     assert await cluster.set_fault(2, REPLICATION_PAUSED, "true") == "applied"
-    assert await cluster.elect("kip207", 0, leader=1) == "elected"
+    assert await asyncio.to_thread(cluster.elect, "kip207", 0, leader=1) == "elected"
     state = await wait_for(lambda: partition_state(cluster, "kip207", 0, lambda s: s.leader == 1),
                            what="broker 1 leading")
     assert sorted(state.isr) == [0, 1, 2]  # nothing shrank: only the leadership moved

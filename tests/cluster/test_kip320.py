@@ -89,7 +89,7 @@ async def _prepare_matrix(cluster: Cluster) -> MatrixSetup:
     # An election round trip: the leader is broker 0 again, in epoch 2, and epoch 1 is a real past epoch.
     epoch = (await partition_state(cluster, MATRIX_TOPIC, node=0)).leader_epoch
     for target in (1, 0):
-        assert await cluster.elect(MATRIX_TOPIC, 0, leader=target) == "elected"
+        assert await asyncio.to_thread(cluster.elect, MATRIX_TOPIC, 0, leader=target) == "elected"
         epoch += 1
         for node in (0, 1):  # both brokers' caches (and partitions) are in the new epoch
             await wait_for(lambda n=node, t=target, e=epoch: partition_state(
@@ -208,7 +208,7 @@ MONOTONIC_TOPIC = "rotating"
 
 async def _elect_and_wait(cluster: Cluster, partition: int, target: int | None = None) -> admin.PartitionState:
     before = (await cluster.metadata())[(MONOTONIC_TOPIC, partition)]
-    assert await cluster.elect(MONOTONIC_TOPIC, partition, leader=target) == "elected"
+    assert await asyncio.to_thread(cluster.elect, MONOTONIC_TOPIC, partition, leader=target) == "elected"
     return await wait_for(lambda: partition_state(cluster, MONOTONIC_TOPIC, partition, lambda s: s.leader_epoch >
                                                   before.leader_epoch and s.leader != before.leader),
                           what=f"{MONOTONIC_TOPIC}-{partition} elected away from {before.leader}")
@@ -347,7 +347,7 @@ async def test_a_paused_follower_is_fenced_truncated_and_let_back_into_the_isr_o
         assert silence is not None and int(silence.group(1)) > SESSION_TIMEOUT_MS  # the real silence, logged
         assert fenced.leader == old_leader and fenced.leader_epoch == old_epoch  # a follower: no new epoch
 
-        assert await cluster.elect(ZOMBIE_TOPIC, 0, leader=new_leader) == "elected"
+        assert await asyncio.to_thread(cluster.elect, ZOMBIE_TOPIC, 0, leader=new_leader) == "elected"
         new_epoch = old_epoch + 1
         for node in (old_leader, new_leader):
             await wait_for(lambda n=node: partition_state(cluster, ZOMBIE_TOPIC, 0, lambda s: (

@@ -8,6 +8,7 @@ after an election elsewhere it still believes it leads in the old epoch, as one 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -34,7 +35,7 @@ async def test_produce_with_a_stale_or_future_leader_epoch_is_refused_and_append
     assert first.error_code == ErrorCode.NONE
 
     assert await cluster.set_fault(OLD_LEADER, METADATA_PAUSED, "true") == "applied"
-    assert await cluster.elect(TOPIC, 0, leader=NEW_LEADER) == "elected"
+    assert await asyncio.to_thread(cluster.elect, TOPIC, 0, leader=NEW_LEADER) == "elected"
     new_epoch = old_epoch + 1
     await wait_for(lambda: _leads(cluster, NEW_LEADER, new_epoch), what="broker 1 leading in the next epoch")
     ends = {node: disk_log_end(cluster, node, TOPIC) for node in (OLD_LEADER, NEW_LEADER)}

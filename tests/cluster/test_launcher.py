@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -167,7 +168,7 @@ async def test_harness_failover_restart_election_and_fault_hook(cluster: Cluster
 
     cluster.restart(leader)
     await wait_state(cluster, "drill", lambda s: leader in s.isr, what="the restarted node in ISR")
-    assert await cluster.elect("drill", 0, leader=leader) == "elected"
+    assert await asyncio.to_thread(cluster.elect, "drill", 0, leader=leader) == "elected"
     back = await wait_state(cluster, "drill", lambda s: s.leader == leader, what="elected leader")
     assert back.leader_epoch > moved.leader_epoch
 

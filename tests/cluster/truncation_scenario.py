@@ -63,7 +63,7 @@ async def write_with_an_unreplicated_tail(cluster: Cluster) -> int:
 async def elect_b_uncleanly(cluster: Cluster, old_epoch: int) -> Epochs:
     """B leads a new epoch from offset 3, A truncates m4..m6, x1..x5 land at 3..7; the broker's answers to the
     two ways a client can find the divergence (OffsetForLeaderEpoch, DivergingEpoch in Fetch) are checked."""
-    assert await cluster.elect(TOPIC, 0, leader=B, unclean=True) == "elected"
+    assert await asyncio.to_thread(cluster.elect, TOPIC, 0, leader=B, unclean=True) == "elected"
     # ISR [B] at first; A (whose fetchers were never paused) may be back in it by the time this looks.
     state = await wait_state(cluster, TOPIC, lambda s: s.leader == B and s.leader_epoch == old_epoch + 1,
                              what="B leads in a new epoch", timeout=15)
