@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the interop tests need besides Python packages: kcat (Debian, librdkafka 2.0.2),
 # node + npm, and kafkajs 2.2.4 with its codecs (npm ci from the committed package-lock.json); and Debian's
-# chromium, in which tests/drill render a drill's report (`make test` runs this first).
+# chromium, in which tests/drill render a drill's report, and docker-compose, with which
+# tests/cluster/test_compose.py validates docker-compose.yml (no Docker engine) (`make test` runs this first).
 # Idempotent and quick when everything is present. Debian packages are installed only as root
 # (CI and fresh project machines run as root); otherwise it says what is missing and fails.
 set -euo pipefail
@@ -13,6 +14,7 @@ command -v node >/dev/null 2>&1 || missing+=(nodejs)
 # node from Debian ships npm separately; node from other sources bundles it
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 
 if ((${#missing[@]})); then
     if [[ $(id -u) -ne 0 ]]; then
