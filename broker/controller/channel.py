@@ -38,6 +38,10 @@ class ControllerChannel(Protocol):
     async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
                                 validate_only: bool) -> tuple[ErrorCode, str | None]: ...
 
+    async def alter_topic_configs(self, name: str, changes: dict[str, str | None],
+                                  validate_only: bool) -> tuple[ErrorCode, str | None]:
+        """Set (a value) or delete (None) topic configs; returns once this broker's metadata has the change."""
+
     async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:
         """(first id, count) of a block of never-used producer ids."""
 
@@ -88,6 +92,10 @@ class EmbeddedChannel:
     async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
                                 validate_only: bool) -> tuple[ErrorCode, str | None]:
         return self.controller.create_partitions(name, count, assignments, validate_only)
+
+    async def alter_topic_configs(self, name: str, changes: dict[str, str | None],
+                                  validate_only: bool) -> tuple[ErrorCode, str | None]:
+        return self.controller.alter_topic_configs(name, changes, validate_only)
 
     async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:
         return self.controller.allocate_producer_ids(node_id)

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from epoch_broker.broker import events
-from epoch_broker.broker.config import BrokerConfig, topic_config, validate_topic_configs
+from epoch_broker.broker.config import TOPIC_CONFIGS, BrokerConfig, topic_config, validate_topic_configs
 from epoch_broker.broker.controller.store import MetadataStore
 from epoch_broker.broker.metadata.image import MetadataCache, PartitionState, TopicState
 from epoch_broker.broker.metadata.records import (
@@ -49,6 +49,7 @@ from epoch_broker.broker.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    TopicConfigRecord,
     TopicRecord,
     UnregisterBrokerRecord,
 )
@@ -621,6 +622,22 @@ class Controller:
         if not validate_only:
             self._commit([PartitionRecord(topic.topic_id, current + i, r, r, r[0]) for i, r in enumerate(new)])
             log.info("topic %s now has %d partitions", name, count)
+        return ErrorCode.NONE, None
+
+    def alter_topic_configs(self, name: str, changes: dict[str, str | None],
+                            validate_only: bool) -> tuple[ErrorCode, str | None]:
+        """Set (a value) or delete (None: back to the broker default) topic configs, as one TopicConfigRecord."""
+        topic = self.image.topics_by_name.get(name)
+        if topic is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+        if unknown := [key for key in changes if key not in TOPIC_CONFIGS]:
+            return ErrorCode.INVALID_CONFIG, f"unknown or unsupported topic config {unknown[0]}"
+        if (problem := validate_topic_configs({k: v for k, v in changes.items() if v is not None})) is not None:
+            return ErrorCode.INVALID_CONFIG, problem
+        configs = {k: v for k, v in {**topic.configs, **changes}.items() if v is not None}
+        if not validate_only and configs != topic.configs:
+            self._commit([TopicConfigRecord(topic.topic_id, configs)])
+            log.info("topic %s configs now %s", name, configs)
         return ErrorCode.NONE, None
 
     # -- producer ids -------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ from epoch_broker.protocol.messages import (
     describe_cluster,
     elect_leaders,
     fetch,
+    incremental_alter_configs,
     list_partition_reassignments,
     unregister_broker,
 )
@@ -300,6 +301,26 @@ class RemoteChannel:
         if error == ErrorCode.NONE and not validate_only:
             topics = self.metadata.topics_by_name
             await self._until(lambda: name in topics and len(topics[name].partitions) >= count, "new partitions")
+        return error, result.error_message
+
+    async def alter_topic_configs(self, name: str, changes: dict[str, str | None],
+                                  validate_only: bool) -> tuple[ErrorCode, str | None]:
+        messages = incremental_alter_configs
+        Resource, Config = messages.REQUEST.AlterConfigsResource, messages.REQUEST.AlterableConfig
+        request = messages.REQUEST.cls(validate_only=validate_only, resources=[Resource(
+            resource_type=messages.TOPIC_RESOURCE, resource_name=name, configs=[
+                Config(name=key, config_operation=messages.DELETE if value is None else messages.SET, value=value)
+                for key, value in changes.items()])])
+        (result,) = (await self._write(incremental_alter_configs.API, request)).responses
+        error = ErrorCode(result.error_code)
+        if error == ErrorCode.NONE and not validate_only:
+            topics = self.metadata.topics_by_name
+
+            def applied() -> bool:
+                configs = topics[name].configs if name in topics else {}
+                return all(configs.get(key) == value for key, value in changes.items())
+
+            await self._until(applied, f"the configs of topic {name}")
         return error, result.error_message
 
     async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:

@@ -1,12 +1,18 @@
-"""IncrementalAlterConfigs · v0-1 · this process's fault hooks (the catalogue: broker/faults.py).
+"""IncrementalAlterConfigs · v0-1 · topic configs, and this process's fault hooks (broker/faults.py).
 
-Behaviour: resource type 4 (broker) named by this node id (or "" for any): every `fault.*` key of the
-catalogue; SET (0) sets it, DELETE (1) clears it (a flag goes back to false, a request rule is removed).
-`fault.power.loss` (SET, any value) cuts every log back to its recovery point, the offset up to which it was
-fsynced, and exits at once with status 137 without answering, as a power cut would. A resource's changes are
-all validated before any is applied; validate_only applies none. A key or value the catalogue refuses:
-INVALID_CONFIG; APPEND/SUBTRACT operations, another node's name or another resource type: INVALID_REQUEST
-(topic configs are not alterable yet). Served by controller-only processes too (request rules).
+Behaviour: resource type 2 (topic): SET (0) and DELETE (1, back to the broker default) of the topic configs
+the broker honours (broker/config.py's TOPIC_CONFIGS), through the controller as one TopicConfigRecord; every
+broker applies it to its partitions (retention, segments, flushing, timestamps, min.insync.replicas) when it
+arrives, and the answer waits until the broker that answers has it. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION;
+an unknown key or a bad value: INVALID_CONFIG, nothing changed.
+Resource type 4 (broker) named by this node id (or "" for any): every `fault.*` key of the catalogue; SET sets
+it, DELETE clears it (a flag goes back to false, a request rule is removed). `fault.power.loss` (SET, any
+value) cuts every log back to its recovery point, the offset up to which it was fsynced, and exits at once
+with status 137 without answering, as a power cut would. A resource's changes are all validated before any is
+applied; validate_only applies none. A fault key or value the catalogue refuses: INVALID_CONFIG; another
+node's name or another resource type: INVALID_REQUEST. Served by controller-only processes too (request rules,
+and topic configs, which they apply themselves).
+Skipped: APPEND (2) and SUBTRACT (3), for list-valued configs: INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ from epoch_broker.protocol.messages import incremental_alter_configs
 Response = incremental_alter_configs.RESPONSE.cls
 Result = incremental_alter_configs.RESPONSE.AlterConfigsResourceResponse
 
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
-SET, DELETE = 0, 1
+TOPIC_RESOURCE, BROKER_RESOURCE = incremental_alter_configs.TOPIC_RESOURCE, incremental_alter_configs.BROKER_RESOURCE
+SET, DELETE = incremental_alter_configs.SET, incremental_alter_configs.DELETE
 
 
 class _Rejected(Exception):
@@ -34,15 +40,19 @@ class _Rejected(Exception):
 
 
 @handles(incremental_alter_configs.API, "0-1", roles=(BROKER, CONTROLLER))
-def handle(context: RequestContext[Services], request: Any) -> Any:
+async def handle(context: RequestContext[Services], request: Any) -> Any:
     return Response(throttle_time_ms=0, responses=[
-        _alter(context.services, resource, request.validate_only) for resource in request.resources])
+        await _alter(context.services, resource, request.validate_only) for resource in request.resources])
 
 
-def _alter(services: Services, resource: Any, validate_only: bool) -> Any:
+async def _alter(services: Services, resource: Any, validate_only: bool) -> Any:
     result = Result(error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
                     resource_name=resource.resource_name)
     try:
+        if resource.resource_type == TOPIC_RESOURCE:
+            result.error_code, result.error_message = await services.channel.alter_topic_configs(
+                resource.resource_name, _topic_changes(resource), validate_only)
+            return result
         changes = _validate(services, resource)
     except _Rejected as exc:
         result.error_code, result.error_message = exc.code, str(exc)
@@ -53,20 +63,30 @@ def _alter(services: Services, resource: Any, validate_only: bool) -> Any:
     return result
 
 
+def _topic_changes(resource: Any) -> dict[str, str | None]:
+    """key -> new value (None: deleted), or _Rejected for an operation other than SET and DELETE."""
+    _check_operations(resource)
+    return {config.name: None if config.config_operation == DELETE else (config.value or "")
+            for config in resource.configs}
+
+
+def _check_operations(resource: Any) -> None:
+    for config in resource.configs:
+        if config.config_operation not in (SET, DELETE):
+            raise _Rejected(ErrorCode.INVALID_REQUEST,
+                            f"{config.name}: operation {config.config_operation} is not supported")
+
+
 def _validate(services: Services, resource: Any) -> list[Callable[[], None]]:
-    """The change for each config of the resource, or _Rejected naming the first bad one."""
-    if resource.resource_type == TOPIC_RESOURCE:
-        raise _Rejected(ErrorCode.INVALID_REQUEST, "topic configs are not alterable yet")
+    """The change for each fault hook of a broker resource, or _Rejected naming the first bad one."""
     if resource.resource_type != BROKER_RESOURCE:
         raise _Rejected(ErrorCode.INVALID_REQUEST, f"cannot alter resource type {resource.resource_type}")
     if resource.resource_name not in ("", str(services.node_id)):
         raise _Rejected(ErrorCode.INVALID_REQUEST,
                         f"this is node {services.node_id}, not {resource.resource_name!r}: send it to that node")
+    _check_operations(resource)
     changes = []
     for config in resource.configs:
-        if config.config_operation not in (SET, DELETE):
-            raise _Rejected(ErrorCode.INVALID_REQUEST,
-                            f"{config.name}: operation {config.config_operation} is not supported")
         try:
             changes.append(services.faults.validate(
                 config.name, None if config.config_operation == DELETE else (config.value or "")))

@@ -41,3 +41,7 @@ RESPONSE = Message(
 )
 
 API = Api(REQUEST, RESPONSE)
+
+# resource types and config operations, as Kafka numbers them
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

@@ -25,7 +25,7 @@ from epoch_broker.broker.faults import (
 from epoch_broker.client.aio import ConnectionClosed, KafkaClient
 from epoch_broker.drill.admin import alter_faults
 from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import incremental_alter_configs, list_offsets, metadata
+from epoch_broker.protocol.messages import alter_configs, incremental_alter_configs, list_offsets, metadata
 
 from tests.broker.conftest import batch, create_topic, produce_to
 from tests.helpers import start_broker
@@ -109,6 +109,50 @@ async def test_a_clock_offset_moves_the_brokers_wall_clock_until_cleared(broker:
         assert refused.error_code == ErrorCode.INVALID_CONFIG and CLOCK_OFFSET in refused.error_message
 
 
+async def test_a_topics_configs_are_set_and_deleted_and_the_partition_follows(broker: Broker,
+                                                                             client: KafkaClient) -> None:
+    """Topic resources (type 2): SET and DELETE through the controller; the partition applies them at once
+    (max.message.bytes refuses a batch, then the default takes it again); bad keys, values and operations
+    change nothing."""
+    await create_topic(client, "t", retention_ms="86400000")
+    big = batch(b"x" * 2000)
+    assert (await alter(client, [("max.message.bytes", SET, "1000")], resource_type=2, name="t")).error_code == 0
+    assert broker.metadata.topics_by_name["t"].configs == {"retention.ms": "86400000", "max.message.bytes": "1000"}
+    assert (await produce_to(client, "t", big)).error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert (await alter(client, [("max.message.bytes", DELETE, None), ("retention.ms", SET, "60000")],
+                        resource_type=2, name="t")).error_code == ErrorCode.NONE
+    assert broker.metadata.topics_by_name["t"].configs == {"retention.ms": "60000"}
+    assert (await produce_to(client, "t", big)).error_code == ErrorCode.NONE
+
+    for change, code, words in [(("no.such.key", SET, "1"), ErrorCode.INVALID_CONFIG, "no.such.key"),
+                                (("retention.ms", SET, "soon"), ErrorCode.INVALID_CONFIG, "retention.ms"),
+                                (("cleanup.policy", APPEND, "compact"), ErrorCode.INVALID_REQUEST, "operation 2")]:
+        refused = await alter(client, [change], resource_type=2, name="t")
+        assert refused.error_code == code and words in refused.error_message
+    assert (await alter(client, [("retention.ms", SET, "1")], resource_type=2, name="t",
+                        validate_only=True)).error_code == ErrorCode.NONE
+    assert broker.metadata.topics_by_name["t"].configs == {"retention.ms": "60000"}  # nothing changed by those
+
+
+async def test_alter_configs_replaces_a_topics_whole_config_set_and_refuses_brokers(broker: Broker,
+                                                                                    client: KafkaClient) -> None:
+    """AlterConfigs (API 33), the legacy whole-set form: keys left out go back to their defaults."""
+    await create_topic(client, "t", retention_ms="86400000", max_message_bytes="5000")
+    request = alter_configs.REQUEST
+
+    async def replace(resource_type: int, name: str, configs: dict[str, str]) -> Any:
+        body = request.cls(validate_only=False, resources=[request.AlterConfigsResource(
+            resource_type=resource_type, resource_name=name,
+            configs=[request.AlterableConfig(name=k, value=v) for k, v in configs.items()])])
+        return (await client.request(alter_configs.API, 2, body)).responses[0]
+
+    assert (await replace(2, "t", {"retention.ms": "60000"})).error_code == ErrorCode.NONE
+    assert broker.metadata.topics_by_name["t"].configs == {"retention.ms": "60000"}  # max.message.bytes: default
+    refused = await replace(4, "0", {REPLICATION_PAUSED: "true"})
+    assert refused.error_code == ErrorCode.INVALID_REQUEST and "IncrementalAlterConfigs" in refused.error_message
+    assert not broker.faults.replication_paused
+
+
 def test_every_catalogued_fault_is_listed_by_the_admin_help() -> None:
     result = subprocess.run([sys.executable, "-m", "epoch_broker", "admin", "fault", "--help"], capture_output=True,
                             text=True, timeout=60, check=True)
@@ -130,7 +174,7 @@ async def test_validate_only_and_rejected_changes_apply_nothing(broker: Broker, 
     other_node = await alter(client, [(REPLICATION_PAUSED, SET, "true")], name="7")
     assert other_node.error_code == ErrorCode.INVALID_REQUEST and "'7'" in other_node.error_message
     topic = await alter(client, [("retention.ms", SET, "1")], resource_type=2, name="t")
-    assert (topic.error_code, topic.error_message) == (ErrorCode.INVALID_REQUEST, "topic configs are not alterable yet")
+    assert (topic.error_code, topic.error_message) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "topic 't' does not exist")
     assert not broker.faults.replication_paused and not broker.faults.high_watermark_held
 
 

@@ -57,3 +57,50 @@ async def _gone(cluster: Cluster) -> bool:
             return False
     return True
 
+
+
+async def test_topic_configs_altered_through_any_broker_reach_every_broker(cluster: Cluster) -> None:
+    """IncrementalAlterConfigs on a topic, sent to a broker, goes through the controller; every broker's
+    DescribeConfigs then shows it, and the leader enforces it: min.insync.replicas=3 with a replica down refuses
+    acks=all with NOT_ENOUGH_REPLICAS. kafka-python's admin client sets it back."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    from kafka.admin import ConfigResource as KafkaPythonResource
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin_call(client.create_topics([NewTopic("configured", num_partitions=1, replication_factor=3)]))
+    state = await wait_state(cluster, "configured", lambda s: len(s.isr) == 3, what="an ISR of 3")
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "configured", incremental_configs=[
+        ConfigEntry("min.insync.replicas", "3", incremental_operation=AlterConfigOpType.SET)])
+    admin_call(client.incremental_alter_configs([resource]))
+    for node in range(3):
+        one = AdminClient({"bootstrap.servers": cluster.broker(node).address})
+        described = await wait_for(lambda one=one: _min_isr(one) == "3", what=f"broker {node} describing it")
+        assert described
+
+    follower = next(r for r in state.replicas if r != state.leader)
+    cluster.kill(follower)
+    await wait_state(cluster, "configured", lambda s: follower not in s.isr, what="the ISR without the killed one")
+    refused = await produce(cluster, state.leader, "configured", b"needs three")
+    assert refused.error_code == 19  # NOT_ENOUGH_REPLICAS
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.broker(state.leader).address)  # a live one
+    try:
+        admin.alter_configs([KafkaPythonResource(ConfigResourceType.TOPIC, "configured",
+                                                 configs={"min.insync.replicas": "2"})])
+    finally:
+        admin.close()
+    accepted = await wait_for(lambda: _produced(cluster, state.leader), what="acks=all accepted with 2 in sync")
+    assert accepted.error_code == 0
+
+
+def _min_isr(client: AdminClient) -> str | None:
+    from confluent_kafka.admin import ConfigResource
+
+    (future,) = client.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "configured")]).values()
+    return future.result(15)["min.insync.replicas"].value
+
+
+async def _produced(cluster: Cluster, leader: int) -> object:
+    answer = await produce(cluster, leader, "configured", b"two are enough")
+    return answer if answer.error_code == 0 else None

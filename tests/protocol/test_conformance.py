@@ -30,7 +30,7 @@ SPEC_DIR = Path(
 pytestmark = pytest.mark.skipif(not SPEC_DIR.is_dir(), reason=f"Kafka protocol reference not found at {SPEC_DIR}")
 
 # APIs declared from apache/kafka's JSON but absent from the reference folder (see each module's docstring).
-NO_REFERENCE = {42: "DeleteGroups", 43: "ElectLeaders", 44: "IncrementalAlterConfigs",
+NO_REFERENCE = {33: "AlterConfigs", 42: "DeleteGroups", 43: "ElectLeaders", 44: "IncrementalAlterConfigs",
                 45: "AlterPartitionReassignments", 46: "ListPartitionReassignments", 47: "OffsetDelete",
                 56: "AlterPartition", 64: "UnregisterBroker", 67: "AllocateProducerIds"}
 
