@@ -2,7 +2,7 @@
 people use. Nothing else to set up: copy this file into your project and run `pytest`.
 
 The project's own suite runs this file from a temporary directory against the installed package
-(tests/test_user_fixtures.py).
+(tests/test_packaging.py).
 """
 
 from __future__ import annotations

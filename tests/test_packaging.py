@@ -77,6 +77,26 @@ def test_the_installed_wheel_imports_and_runs_from_outside_the_checkout(wheel: P
     assert version.stdout.strip() == f"epoch-broker {tomllib_version()}"
 
 
+@pytest.mark.slow
+def test_a_users_test_file_runs_on_the_installed_wheel_with_the_plugins_fixtures(wheel: Path, tmp_path: Path) -> None:
+    """What a test author does: install the package, copy examples/test_with_epoch_broker.py into a project of
+    their own, run pytest there. The fixtures come from the wheel's `pytest11` entry point (no conftest.py)."""
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, timeout=300, capture_output=True)
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "examples" / "test_with_epoch_broker.py", project)
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    where = subprocess.run([sys.executable, "-c", "import epoch_broker.pytest_plugin as p; print(p.__file__)"],
+                           cwd=project, env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert where.stdout.strip() == str(target / "epoch_broker" / "pytest_plugin.py")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore"],
+                         cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "4 passed" in run.stdout
+
+
 def test_a_plain_checkout_imports_without_an_install(tmp_path: Path) -> None:
     # Python run with -I ignores the environment and user site-packages (and the editable install's finder
     # lives in site-packages: -S keeps it away too), so only the checkout's folders can answer.

@@ -1,7 +1,7 @@
 """For test authors (issue 16): `epoch_broker.testing` and its pytest plugin, as a user meets them.
 
-- examples/test_with_epoch_broker.py runs from a temporary directory, outside this tree, with nothing but the
-  installed package: the plugin's fixtures come from the `pytest11` entry point.
+- The plugin's option reaches every fixture (examples/test_with_epoch_broker.py runs against the built wheel in
+  tests/test_packaging.py).
 - An in-process broker leaves no thread, file descriptor or port behind, and two in one process share nothing.
 - The subprocess broker and the cluster work through the same calls.
 """
@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,8 +20,6 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from epoch_broker.broker.faults import REPLICATION_PAUSED
 
 from epoch_broker.testing import broker, cluster, unique_name
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _open_fds() -> set[str]:
@@ -36,17 +33,6 @@ def _bindable(port: int) -> bool:
         except OSError:
             return False
         return True
-
-
-@pytest.mark.slow
-def test_the_example_test_file_passes_from_outside_the_project(tmp_path: Path) -> None:
-    shutil.copy(REPO / "examples" / "test_with_epoch_broker.py", tmp_path)
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
-                          "test_with_epoch_broker.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=600)
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert "4 passed" in run.stdout
 
 
 def test_the_plugins_option_sets_a_config_key_for_every_fixture(tmp_path: Path) -> None:
