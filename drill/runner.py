@@ -50,6 +50,7 @@ TOPIC = "drill"
 COMPOSE_BOOTSTRAP = "broker-0:9092,broker-1:9093,broker-2:9094"  # docker-compose.yml's advertised listeners
 PROGRESS_EVERY_S = 2.0
 HEAL_TIMEOUT_S = 60.0
+CONSUMER_STOP_S = 20.0
 
 
 class DrillError(RuntimeError):
@@ -209,7 +210,9 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
         phase("read back")
         ends = high_watermarks(cluster, scenario)
         wait_until(lambda: consumer.read >= sum(ends.values()), 15.0)  # let it catch up (it may have re-read)
-        consumer.stop()
+        consumer.stop(CONSUMER_STOP_S)
+        if consumer.thread.is_alive():  # a client wedged in poll or close: its history so far stands
+            say(f"  the live consumer did not stop within {CONSUMER_STOP_S:.0f} s; left behind")
         say(f"  {read_back(bootstrap, TOPIC, ends, reader_history, logs)} records read back up to {ends}")
         logs_on_disk = replica_logs_caught_up(cluster, ends)
         for replica in logs_on_disk:

@@ -6,7 +6,7 @@
 - `LiveConsumer`: a confluent-kafka consumer assigned every partition from the start with
   auto.offset.reset=error, so that a truncation its client detects (KIP-320: OffsetForLeaderEpoch after a
   leader change) is reported, recorded as a `truncation` event, and the consumer seeks to where the broker
-  says the log ends.
+  says the log ends. Any other error its client reports is recorded as a `client_error` event.
 - `Poller`: every broker's own Metadata for the topic (leader, leader epoch: KIP-232 says they never go back)
   and ListOffsets LATEST from each partition's leader (KIP-207 says it never goes back), over this project's
   blocking client with a short timeout (a paused broker only delays the poll).
@@ -151,6 +151,8 @@ class LiveConsumer(Worker):
             self.history.record("truncation", topic=self.topic, partition=message.partition(), offset=offset,
                                 detail=error.str())
             self.consumer.seek(TopicPartition(self.topic, message.partition(), offset))
+        else:  # what else its client reported (kept in the history, not checked): a stall's explanation
+            self.history.record("client_error", topic=self.topic, detail=f"{error.name()}: {error.str()}")
 
     def finish(self) -> None:
         self.consumer.close()

@@ -1,4 +1,4 @@
-"""An in-process broker on a free loopback port, and a raw Kafka client talking to it."""
+"""An in-process broker on a free loopback port (the users' fixture), and a raw Kafka client talking to it."""
 
 from __future__ import annotations
 
@@ -8,23 +8,19 @@ from typing import Any
 
 import pytest
 from epoch_broker.broker.app import Broker
-from epoch_broker.broker.config import build_config
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.messages import create_topics, produce
 from epoch_broker.protocol.records import build_batch
 
+from epoch_broker import testing
+
 
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
-    config = build_config([
-        ("listeners", "PLAINTEXT://127.0.0.1:0"),
-        ("log.dirs", str(tmp_path / "data")),
-        ("offsets.topic.num.partitions", "1"),
-    ])
-    instance = Broker(config)
-    await instance.start()
-    yield instance
-    await instance.stop()
+    """The running broker object of the users' in-process fixture (epoch_broker/testing.py): its own thread
+    and event loop, its data in tmp_path/data; tests read its state and set its fault flags directly."""
+    async with testing.broker(data_dir=tmp_path) as started:
+        yield started.server
 
 
 @pytest.fixture
