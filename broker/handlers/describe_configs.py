@@ -8,6 +8,7 @@ IncrementalAlterConfigs: DYNAMIC_BROKER_CONFIG, as Kafka reports dynamic broker 
 narrows the list. Other resource
 types: INVALID_REQUEST.
 Version notes: v1+ config_source and synonyms (always empty here), v3+ config_type and documentation (null).
+read_only is true for the static broker configs only: topic configs and fault hooks are alterable.
 Skipped: synonyms, documentation, sensitive values (there are none).
 """
 
@@ -62,7 +63,8 @@ def _describe(broker: BrokerServices, resource: Any) -> Any:
         return result
     wanted = None if resource.configuration_keys is None else set(resource.configuration_keys)
     result.configs = [
-        ConfigEntry(name=key, value=value, read_only=source not in (DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG),
+        # a topic's configs are alterable (IncrementalAlterConfigs, AlterConfigs); a broker's static ones are not
+        ConfigEntry(name=key, value=value, read_only=source == STATIC_BROKER_CONFIG,
                     is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=False, synonyms=[],
                     documentation=None)
         for key, value, source in entries
