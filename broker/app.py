@@ -73,7 +73,7 @@ class Broker:
         self.incarnation_id = uuid.uuid4().bytes
         self.broker_epoch = -1
         self._channel = channel  # made at start when not given (tests give several brokers one controller)
-        self.faults = BrokerFaults(on_power_loss=self._lose_power)
+        self.faults = BrokerFaults(on_power_loss=self._lose_power, hooks_enabled=config.fault_hooks_enable)
         self._log_manager: LogManager | None = None
         self._replica_manager: ReplicaManager | None = None
         self._group_coordinator: GroupCoordinator | None = None  # made on first use, or at start if needed

@@ -14,6 +14,10 @@ Project keys (not Kafka's):
   process runs only `process.roles=broker` (the cluster work of issue 6). `controller.quorum.voters`
   (`id@host:port`) is accepted as the Kafka spelling of the same thing.
 
+- `fault.hooks.enable` (bool, default false): whether the fault hooks of broker/faults.py can be set at all.
+  Off, a `fault.*` change answers INVALID_CONFIG and nothing happens: no client can pause replication or cut
+  the power of a broker it reaches. The cluster launcher, the drill and the test kit turn it on for the
+  clusters they start (`epoch-broker cluster --no-fault-hooks` leaves it off).
 - `cluster.max.partitions` (default 50000): CreateTopics and CreatePartitions that would take the cluster
   past it get POLICY_VIOLATION, checked before anything is allocated (as is Kafka's limit of 10000 new
   partitions per request).
@@ -162,6 +166,7 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "log.flush.interval.messages": ("log_flush_interval_messages", _int(1)),
     "log.flush.interval.ms": ("log_flush_interval_ms", _int(0)),
     "log.flush.every.append": ("log_flush_every_append", _bool),
+    "fault.hooks.enable": ("fault_hooks_enable", _bool),
     "message.timestamp.type": ("message_timestamp_type", _choice("CreateTime", "LogAppendTime")),
     "log.message.timestamp.type": ("message_timestamp_type", _choice("CreateTime", "LogAppendTime")),
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int(0)),
@@ -206,6 +211,7 @@ class BrokerConfig:
     log_flush_interval_messages: int = 2**63 - 1
     log_flush_interval_ms: int | None = None
     log_flush_every_append: bool = False
+    fault_hooks_enable: bool = False
     message_timestamp_type: str = "CreateTime"
     group_initial_rebalance_delay_ms: int = 0  # Kafka: 3000, but 0 in its shipped server.properties
     offsets_topic_num_partitions: int = 50

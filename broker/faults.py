@@ -130,11 +130,16 @@ class BrokerFaults:
     delays_s: dict[str, float] = field(default_factory=dict)  # fault.network.delay: peer -> seconds
     clock_offset_ms: int = 0  # fault.clock.offset.ms
     on_power_loss: Callable[[], None] | None = None
+    hooks_enabled: bool = False  # fault.hooks.enable: off, no hook can be set
+
 
     # -- parsing and applying (IncrementalAlterConfigs) -------------------------------------------------
 
     def validate(self, key: str, value: str | None) -> Callable[[], None]:
         """Check `key` = `value` (None: clear it); returns the change to apply. Raises FaultConfigError."""
+        if not self.hooks_enabled and key.startswith("fault."):
+            raise FaultConfigError(f"{key}: fault hooks are off on this broker (start it with "
+                                   "fault.hooks.enable=true, as the cluster launcher, drill and test kit do)")
         if key in _FLAG_TARGETS:
             flag = _parse_flag(key, value)
             return lambda: self._set_flag(key, flag)

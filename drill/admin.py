@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from epoch_broker.broker import faults
+from epoch_broker.broker.config import DYNAMIC_BROKER_CONFIG
 from epoch_broker.broker.faults import POWER_LOSS
 from epoch_broker.client.aio import ConnectionClosed, KafkaClient
 from epoch_broker.drill import launcher
@@ -406,14 +407,16 @@ async def cluster_status(bootstrap: str | None, cluster: launcher.ClusterFile | 
 
 
 async def faults_in_force(address: str, node_id: int, timeout_s: float = REQUEST_TIMEOUT_S) -> dict[str, str]:
-    """The fault hooks set on a broker (DescribeConfigs of its broker resource, the `fault.*` keys)."""
+    """The fault hooks set on a broker (DescribeConfigs of its broker resource: the dynamic `fault.*` keys, not
+    the static fault.hooks.enable)."""
     request = describe_configs.REQUEST.cls(resources=[describe_configs.REQUEST.DescribeConfigsResource(
         resource_type=BROKER_RESOURCE, resource_name=str(node_id), configuration_keys=None)])
     response = await _call(address, timeout_s, lambda client: client.request(describe_configs.API, 4, request))
     (result,) = response.results
     if result.error_code:
         raise AdminError(_error(result.error_code, result.error_message))
-    return {entry.name: entry.value for entry in result.configs if entry.name.startswith("fault.")}
+    return {entry.name: entry.value for entry in result.configs
+            if entry.name.startswith("fault.") and entry.config_source == DYNAMIC_BROKER_CONFIG}
 
 
 def _print_status(status: dict[str, Any]) -> None:

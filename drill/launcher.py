@@ -49,6 +49,7 @@ DRILL_DEFAULTS = {
     "broker.session.timeout.ms": "1500",
     "replica.lag.time.max.ms": "2000",
     "group.initial.rebalance.delay.ms": "0",
+    "fault.hooks.enable": "true",  # a drill cluster's faults are its purpose; `--no-fault-hooks` turns them off
 }
 # Keys the launcher sets per process; a cluster-wide override of one of them would break the layout.
 PER_PROCESS_KEYS = ("node.id", "broker.id", "process.roles", "listeners", "log.dirs", "log.dir",
@@ -382,6 +383,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="broker i listens on base+i, the controller on base+100 (default 9092)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a config key for every process (repeatable)")
+    parser.add_argument("--no-fault-hooks", action="store_true",
+                        help="leave the fault hooks off (fault.hooks.enable=false): no client can set them")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -397,6 +400,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         load_config(None, args.override)  # one line naming a bad key before anything starts
         overrides = {key.strip(): value.strip() for key, _, value in (o.partition("=") for o in args.override)}
+        if args.no_fault_hooks:
+            overrides["fault.hooks.enable"] = "false"
         cluster = plan_cluster(args.data_dir, args.brokers, args.base_port + CONTROLLER_PORT_OFFSET,
                                [args.base_port + i for i in range(args.brokers)], overrides)
     except (ConfigError, ValueError) as exc:

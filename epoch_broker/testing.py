@@ -17,8 +17,9 @@ Rules:
 - Config is given as Kafka's keys, or as keyword arguments with dots written as underscores
   (`broker(num_partitions=3)` is `num.partitions=3`); booleans become true/false.
 - Test defaults, applied unless overridden: a group's first join does not wait (group.initial.rebalance.delay.ms
-  0, as Kafka's shipped development config), `__consumer_offsets` has one partition on a lone broker, and a
-  cluster fences, elects and shrinks ISRs within seconds (drill/launcher.py's DRILL_DEFAULTS).
+  0, as Kafka's shipped development config), `__consumer_offsets` has one partition on a lone broker, the
+  fault hooks can be set (fault.hooks.enable), and a cluster fences, elects and shrinks ISRs within seconds
+  (drill/launcher.py's DRILL_DEFAULTS).
 - Ports are free loopback ports below the kernel's ephemeral range (an outgoing connection cannot take one
   between the pick and the bind); data goes to a temporary directory removed at the end, unless `data_dir` is
   given (then it is kept).
@@ -51,7 +52,9 @@ from epoch_broker.drill import admin, launcher
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import create_topics, metadata
 
-BROKER_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1"}
+# what tests want: no join delay, one offsets partition, and the fault hooks (cluster() has the launcher's)
+BROKER_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1",
+                   "fault.hooks.enable": "true"}
 READY_TIMEOUT_S = 30.0
 WAIT_TIMEOUT_S = 30.0
 REQUEST_TIMEOUT_S = 10.0
@@ -172,7 +175,7 @@ class BrokerProcess:
         self.data_dir = self.tmp_path / "data"
         self.log_path = self.tmp_path / f"broker-{node_id}.log"
         self.overrides = {"node.id": str(node_id), "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-                          "log.dirs": str(self.data_dir), **overrides}
+                          "log.dirs": str(self.data_dir), "fault.hooks.enable": "true", **overrides}
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property

@@ -45,7 +45,8 @@ class ControllerServer:
         self.controller = Controller(config, FileMetadataStore(config.data_dir))
         self.channel = EmbeddedChannel(self.controller)  # the shared topic handlers call the controller through it
         self.metadata: MetadataCache = self.controller.image
-        self.faults = BrokerFaults()  # request rules only: the controller's store is not a partition log
+        # request rules only: the controller's store is not a partition log
+        self.faults = BrokerFaults(hooks_enabled=config.fault_hooks_enable)
         self.server: KafkaServer | None = None
         self._appended = asyncio.Event()  # set (and replaced) on every commit: wakes metadata long polls
         self._liveness: asyncio.Task | None = None

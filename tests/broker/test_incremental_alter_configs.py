@@ -27,6 +27,7 @@ from epoch_broker.drill.admin import alter_faults
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import alter_configs, incremental_alter_configs, list_offsets, metadata
 
+from epoch_broker import testing
 from tests.broker.conftest import batch, create_topic, produce_to
 from tests.helpers import start_broker
 
@@ -151,6 +152,20 @@ async def test_alter_configs_replaces_a_topics_whole_config_set_and_refuses_brok
     refused = await replace(4, "0", {REPLICATION_PAUSED: "true"})
     assert refused.error_code == ErrorCode.INVALID_REQUEST and "IncrementalAlterConfigs" in refused.error_message
     assert not broker.faults.replication_paused
+
+
+async def test_fault_hooks_are_off_unless_the_broker_was_started_with_them() -> None:
+    """fault.hooks.enable defaults to false: a client that reaches the broker cannot pause its replication or
+    cut its power (INVALID_CONFIG naming the switch); the broker goes on serving."""
+    hooks = [(REPLICATION_PAUSED, "true"), (POWER_LOSS, "true"), ("fault.request.produce", "drop")]
+    async with (testing.broker(fault_hooks_enable=False) as started,
+                await KafkaClient.connect(started.bootstrap_servers) as client):
+        for key, value in hooks:
+            refused = await alter(client, [(key, SET, value)])
+            assert refused.error_code == ErrorCode.INVALID_CONFIG
+            assert "fault.hooks.enable=true" in refused.error_message
+        assert not started.server.faults.replication_paused and not started.server.faults.requests
+        await create_topic(client, "still-serving")
 
 
 def test_every_catalogued_fault_is_listed_by_the_admin_help() -> None:

@@ -135,6 +135,24 @@ def test_cluster_command_runs_four_processes_that_admin_drives_and_ctrl_c_stops(
             launcher.stop_cluster(launcher.ClusterFile.read(data))
 
 
+def test_a_cluster_without_fault_hooks_refuses_them_on_every_node(tmp_path: Path) -> None:
+    """`epoch-broker cluster --no-fault-hooks`: nobody who reaches a broker or the controller can set a hook."""
+    data = tmp_path / "cluster-data"
+    proc = subprocess.Popen([sys.executable, "-m", "epoch_broker", "cluster", "--brokers", "1", "--data-dir", str(data),
+                             "--base-port", str(free_base_port(1)), "--no-fault-hooks"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    try:
+        read_until(proc, "bootstrap servers:")
+        for node in ("0", "1000"):
+            refused = epoch_broker("admin", "--cluster", str(data), "fault", "--node", node, "--set",
+                                   f"{REPLICATION_PAUSED}=true")
+            assert refused.returncode == 1 and "fault.hooks.enable=true" in refused.stdout, refused.stdout
+        assert all(launcher.is_running(p) for p in launcher.ClusterFile.read(data).processes)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0
+
+
 def test_bad_arguments_give_one_line_and_a_non_zero_status(tmp_path: Path) -> None:
     fixed_key = epoch_broker("cluster", "--data-dir", str(tmp_path), "--override", "node.id=3")
     assert fixed_key.returncode == 2
