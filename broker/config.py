@@ -94,6 +94,19 @@ def _listeners(text: str) -> tuple[Endpoint, ...]:
 _listeners.expected = "a list like PLAINTEXT://host:port"  # type: ignore[attr-defined]
 
 
+def _protocol_map(text: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, colon, protocol = item.partition(":")
+        if not colon or not name.strip() or not protocol.strip():
+            raise ValueError
+        pairs.append((name.strip().upper(), protocol.strip().upper()))
+    return tuple(pairs)
+
+
+_protocol_map.expected = "a list like INTERNAL:PLAINTEXT,EXTERNAL:SSL"  # type: ignore[attr-defined]
+
+
 def _dirs(text: str) -> tuple[str, ...]:
     dirs = tuple(os.path.abspath(d.strip()) for d in text.split(",") if d.strip())
     if not dirs:
@@ -145,6 +158,7 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "broker.id": ("node_id", _int(0)),
     "process.roles": ("process_roles", _roles),
     "listeners": ("listeners", _listeners),
+    "listener.security.protocol.map": ("listener_security_protocol_map", _protocol_map),
     "advertised.listeners": ("advertised_listeners", _listeners),
     "log.dirs": ("log_dirs", _dirs),
     "log.dir": ("log_dirs", _dirs),
@@ -300,7 +314,30 @@ def build_config(pairs: list[tuple[str, str]]) -> BrokerConfig:
         except ValueError:
             expected = getattr(parse, "expected", "a valid value")
             raise ConfigError(f"invalid value for {key}: {text!r} (expected {expected})") from None
-    return BrokerConfig(**values)
+    protocols = dict(values.pop("listener_security_protocol_map", {}))
+    config = BrokerConfig(**values)
+    _check_listeners(config.listeners, protocols)
+    return config
+
+
+KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SUPPORTED_PROTOCOLS = ("PLAINTEXT",)
+
+
+def _check_listeners(listeners: tuple[Endpoint, ...], protocols: dict[str, str]) -> None:
+    """A listener this broker cannot serve as asked is a start-up error, never a silent plaintext one."""
+    if len(listeners) > 1:
+        raise ConfigError(f"listeners: {len(listeners)} listeners given, but binding more than one is not "
+                          "supported yet (TLS and SASL listeners come with them)")
+    for endpoint in listeners:
+        protocol = protocols.get(endpoint.listener, endpoint.listener)
+        if protocol not in KAFKA_PROTOCOLS:
+            raise ConfigError(f"listeners: listener {endpoint.listener} has no security protocol (add it to "
+                              f"listener.security.protocol.map, e.g. {endpoint.listener}:PLAINTEXT)")
+        if protocol not in SUPPORTED_PROTOCOLS:
+            raise ConfigError(f"listeners: {endpoint.listener}://{endpoint.host}:{endpoint.port} uses security "
+                              f"protocol {protocol}, which this broker does not support yet (only "
+                              f"{', '.join(SUPPORTED_PROTOCOLS)}); it will not serve it as plaintext")
 
 
 def load_config(properties_path: str | None, overrides: list[str]) -> BrokerConfig:

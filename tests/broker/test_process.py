@@ -179,6 +179,30 @@ def test_environment_errors_exit_2_with_one_line_naming_them_and_no_traceback(tm
                            "unknown --log-level 'LOUD' (one of DEBUG, INFO, WARNING, ERROR)")
 
 
+def test_a_listener_it_cannot_serve_as_asked_is_refused_at_start_never_served_as_plaintext(tmp_path: Path) -> None:
+    data = f"log.dirs={tmp_path / 'data'}"
+    cases = {
+        "SSL://127.0.0.1:0 uses security protocol SSL, which this broker does not support yet": [
+            "listeners=SSL://127.0.0.1:0"],
+        "EXTERNAL://127.0.0.1:0 uses security protocol SASL_SSL": [
+            "listeners=EXTERNAL://127.0.0.1:0", "listener.security.protocol.map=EXTERNAL:SASL_SSL"],
+        "listener INTERNAL has no security protocol": ["listeners=INTERNAL://127.0.0.1:0"],
+        "2 listeners given, but binding more than one is not supported yet": [
+            "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"],
+    }
+    for message, overrides in cases.items():
+        _assert_one_line_and_2(tmp_path, ["serve", *[arg for item in [*overrides, data]
+                                                     for arg in ("--override", item)]], message)
+    named = BrokerProcess(tmp_path, {**FAST, "listener.security.protocol.map": "INTERNAL:PLAINTEXT"}, 0)
+    named.overrides["listeners"] = f"INTERNAL://127.0.0.1:{named.port}"  # a named plaintext listener is fine
+    named.start()
+    try:
+        with socket.create_connection(("127.0.0.1", named.port), timeout=5):
+            pass
+    finally:
+        assert named.stop() == 0
+
+
 def _assert_one_line_and_2(cwd: Path, argv: list[str], message: str) -> None:
     result = subprocess.run([sys.executable, "-m", "epoch_broker", *argv], capture_output=True, text=True, cwd=cwd,
                             env={"PYTHONPATH": str(REPO)}, timeout=30)
