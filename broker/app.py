@@ -52,6 +52,7 @@ from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.network.dispatch import Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
 from epoch_broker.broker.replica.replica_manager import ReplicaManager, log_config_for
+from epoch_broker.protocol.errors import KafkaError
 from epoch_broker.storage.fs import FileSystem
 from epoch_broker.storage.log_manager import FILES_PER_SEGMENT, LogManager
 
@@ -170,8 +171,12 @@ class Broker:
             self.config = config = dataclasses.replace(
                 config, listeners=(Endpoint(listener.listener, listener.host, port), *config.listeners[1:]))
             self._replica_manager.config = config
-        self.broker_epoch = await self._channel.register(self.node_id, self.incarnation_id, config.advertised.host,
-                                                        config.advertised.port, None)
+        try:
+            self.broker_epoch = await self._channel.register(self.node_id, self.incarnation_id,
+                                                            config.advertised.host, config.advertised.port, None)
+        except KafkaError as exc:  # DUPLICATE_BROKER_REGISTRATION past two sessions: another process is this node
+            raise StartupError(f"{exc} ({exc.code.name}): is another process running as node "
+                               f"{self.node_id}?") from exc
         # Attach now: the registration's epoch bumps are applied, so each led partition starts in its new epoch.
         records, self._unattached = self._unattached or [], None
         self._replica_manager.apply_metadata(records)

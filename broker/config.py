@@ -94,13 +94,14 @@ def _listeners(text: str) -> tuple[Endpoint, ...]:
 _listeners.expected = "a list like PLAINTEXT://host:port"  # type: ignore[attr-defined]
 
 
-def _protocol_map(text: str) -> tuple[tuple[str, str], ...]:
+def _protocol_map(text: str) -> tuple[str, ...]:
+    """`NAME:PROTOCOL` pairs, upper-cased (kept as text: DescribeConfigs shows them as given)."""
     pairs = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, colon, protocol = item.partition(":")
         if not colon or not name.strip() or not protocol.strip():
             raise ValueError
-        pairs.append((name.strip().upper(), protocol.strip().upper()))
+        pairs.append(f"{name.strip().upper()}:{protocol.strip().upper()}")
     return tuple(pairs)
 
 
@@ -211,6 +212,7 @@ class BrokerConfig:
     process_roles: frozenset[str] = frozenset({"broker", "controller"})
     listeners: tuple[Endpoint, ...] = (Endpoint("PLAINTEXT", "127.0.0.1", 9092),)
     advertised_listeners: tuple[Endpoint, ...] | None = None
+    listener_security_protocol_map: tuple[str, ...] = ()  # NAME:PROTOCOL pairs
     log_dirs: tuple[str, ...] = field(default_factory=lambda: (os.path.abspath("data"),))
     num_partitions: int = 1
     default_replication_factor: int = 1
@@ -314,9 +316,8 @@ def build_config(pairs: list[tuple[str, str]]) -> BrokerConfig:
         except ValueError:
             expected = getattr(parse, "expected", "a valid value")
             raise ConfigError(f"invalid value for {key}: {text!r} (expected {expected})") from None
-    protocols = dict(values.pop("listener_security_protocol_map", {}))
     config = BrokerConfig(**values)
-    _check_listeners(config.listeners, protocols)
+    _check_listeners(config.listeners, dict(pair.split(":") for pair in config.listener_security_protocol_map))
     return config
 
 

@@ -64,6 +64,12 @@ MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 
+class RegistrationRefused(Exception):
+    def __init__(self, error: ErrorCode) -> None:
+        super().__init__(error.name)
+        self.error = error
+
+
 def topic_name_error(name: str | None) -> str | None:
     """Why `name` is not a legal topic name (Kafka's Topic.validate), or None if it is."""
     if not name:
@@ -149,6 +155,7 @@ class Controller:
         self.records: list[Any] = []  # the metadata log: a record's index is its metadata offset
         self.subscribers: list[Callable[[list[Any]], None]] = []
         self.last_heartbeat: dict[int, float] = {}  # node id -> clock() of its last sign of life
+        self.heard_since_start: set[int] = set()  # brokers with a session opened with this controller
         # node id -> (clock() when its heartbeat connection closed, the grace it has to heartbeat again)
         self.disconnected: dict[int, tuple[float, float]] = {}
 
@@ -188,11 +195,18 @@ class Controller:
         """Register (or re-register) a broker, unfenced; returns its broker epoch.
 
         A new incarnation gets a new epoch, and its leaderships a new leader epoch (KIP-101); the same
-        incarnation again is a retry (its answer was lost) and gets the current epoch, writing nothing."""
-        self._heard_from(node_id)
+        incarnation again is a retry (its answer was lost) and gets the current epoch, writing nothing. Another
+        incarnation while the registered one's session is alive is refused (RegistrationRefused,
+        DUPLICATE_BROKER_REGISTRATION, as Kafka does): a second process, or a forger, cannot take a live
+        broker's place; the real broker restarting finds its old session fenced or its connection closed."""
         current = self.image.brokers.get(node_id)
         if current is not None and current.incarnation_id == incarnation_id:
+            self._heard_from(node_id)
             return current.broker_epoch
+        if current is not None and self._session_alive(node_id):
+            log.warning("refused a registration of node %d from another incarnation: its session is alive", node_id)
+            raise RegistrationRefused(ErrorCode.DUPLICATE_BROKER_REGISTRATION)
+        self._heard_from(node_id)
         broker_epoch = max((b.broker_epoch for b in self.image.brokers.values()), default=0) + 1
         records: list[Any] = [RegisterBrokerRecord(node_id, broker_epoch, incarnation_id, host, port, rack)]
         records += self._rejoin(node_id, f"broker {node_id} registered")
@@ -243,6 +257,15 @@ class Controller:
     def _heard_from(self, node_id: int) -> None:
         self.last_heartbeat[node_id] = self.clock()
         self.disconnected.pop(node_id, None)
+        self.heard_since_start.add(node_id)
+
+    def _session_alive(self, node_id: int) -> bool:
+        """Whether the broker holds a session with this controller now: heard from since it started, unfenced,
+        its heartbeat connection open, and within the session timeout."""
+        return (node_id in self.heard_since_start and node_id in self.image.live_brokers
+                and node_id not in self.disconnected
+                and (self.clock() - self.last_heartbeat.get(node_id, 0.0)) * 1000
+                <= self.config.broker_session_timeout_ms)
 
     def shorten_session(self, node_id: int, grace_s: float) -> None:
         """The broker's connection closed: unless it heartbeats again within `grace_s`, it is fenced then rather

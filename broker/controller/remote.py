@@ -104,6 +104,7 @@ class RemoteChannel:
         host, _, port = config.controller_address.rpartition(":")
         self.node_id = config.node_id
         self.heartbeat_interval_s = config.broker_heartbeat_interval_ms / 1000
+        self.session_timeout_s = config.broker_session_timeout_ms / 1000
         self.metadata = metadata
         self.faults = faults
         self.on_fatal = on_fatal
@@ -215,7 +216,17 @@ class RemoteChannel:
             listeners=[broker_registration.REQUEST.Listener(name="PLAINTEXT", host=host, port=port,
                                                             security_protocol=PLAINTEXT)],
             rack=rack)
-        response = await self._write(broker_registration.API, request)
+        # another incarnation's session still alive (this node killed and started again within it, or a second
+        # process with this node id): retry until it ends, or give up after two sessions
+        deadline = asyncio.get_running_loop().time() + 2 * self.session_timeout_s
+        while True:
+            response = await self._write(broker_registration.API, request)
+            if (response.error_code != ErrorCode.DUPLICATE_BROKER_REGISTRATION
+                    or asyncio.get_running_loop().time() > deadline):
+                break
+            log.warning("node %d is still registered by another process (DUPLICATE_BROKER_REGISTRATION); "
+                        "retrying until its session ends", node_id)
+            await asyncio.sleep(self.heartbeat_interval_s)
         if response.error_code != ErrorCode.NONE:
             raise KafkaError(f"registration of node {node_id} refused", ErrorCode(response.error_code))
         epoch = response.broker_epoch

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from epoch_broker.broker.config import BrokerConfig
-from epoch_broker.broker.controller.controller import Controller, NewTopic, PartitionChangeResult
+from epoch_broker.broker.controller.controller import Controller, NewTopic, PartitionChangeResult, RegistrationRefused
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.metadata.image import MetadataCache, PartitionState
 from epoch_broker.broker.metadata.records import BrokerFenceRecord, PartitionChangeRecord, from_json, to_json
@@ -56,6 +56,9 @@ class Cluster:
         self.controller = self.start_controller()
 
     def register(self, node_id: int) -> int:
+        """A broker process starting: a registered node's previous process died first (its connection closed)."""
+        if node_id in self.epochs:
+            self.controller.shorten_session(node_id, 0.0)
         self.epochs[node_id] = self.controller.register_broker(node_id, uuid.uuid4().bytes, "127.0.0.1",
                                                                9092 + node_id)
         return self.epochs[node_id]
@@ -127,6 +130,24 @@ def test_each_registration_gets_a_broker_epoch_higher_than_any_before(cluster: C
     assert cluster.controller.check_broker_epoch(0, cluster.epochs[0]) == ErrorCode.NONE
 
 
+def test_another_incarnation_is_refused_while_the_registered_ones_session_is_alive(cluster: Cluster) -> None:
+    """A second process (or a forger) cannot take a live broker's node id: DUPLICATE_BROKER_REGISTRATION, nothing
+    written. Once the first's connection closed, or its session expired, or under a new controller, it can."""
+    end, epoch = cluster.controller.end_offset, cluster.epochs[1]
+    with pytest.raises(RegistrationRefused) as refused:
+        cluster.controller.register_broker(1, uuid.uuid4().bytes, "10.0.0.66", 6666)
+    assert refused.value.error == ErrorCode.DUPLICATE_BROKER_REGISTRATION
+    assert cluster.controller.end_offset == end and cluster.controller.check_broker_epoch(1, epoch) == ErrorCode.NONE
+    assert cluster.controller.image.brokers[1].port == 9093
+
+    cluster.controller.shorten_session(1, 0.5)  # its process died: the connection closed
+    assert cluster.controller.register_broker(1, uuid.uuid4().bytes, "127.0.0.1", 9093) > epoch
+    cluster.expire(0, 1)  # broker 2 stays silent a whole session: fenced
+    assert cluster.controller.register_broker(2, uuid.uuid4().bytes, "127.0.0.1", 9094) > epoch
+    cluster.restart_controller()  # no session is open with a new controller until a broker heartbeats
+    assert cluster.controller.register_broker(0, uuid.uuid4().bytes, "127.0.0.1", 9092) > epoch
+
+
 def test_a_registration_retry_with_the_same_incarnation_gets_the_same_epoch_and_writes_nothing(
         tmp_path: Path, clock: FakeClock) -> None:
     cluster = Cluster(tmp_path, clock)
@@ -135,6 +156,7 @@ def test_a_registration_retry_with_the_same_incarnation_gets_the_same_epoch_and_
     end = cluster.controller.end_offset
     assert cluster.controller.register_broker(0, incarnation, "127.0.0.1", 9092) == epoch
     assert cluster.controller.end_offset == end
+    cluster.controller.shorten_session(0, 0.0)  # the process died; a new one registers
     assert cluster.controller.register_broker(0, uuid.uuid4().bytes, "127.0.0.1", 9092) == epoch + 1
 
 
