@@ -344,7 +344,7 @@ async def test_a_paused_follower_is_fenced_truncated_and_let_back_into_the_isr_o
         assert fenced_at - paused_at >= SESSION_TIMEOUT_MS / 1000 - 0.5
         silence = re.search(rf"fencing broker {zombie} \(no heartbeat for (\d+) ms \(broker.session.timeout.ms "
                             rf"{SESSION_TIMEOUT_MS}\)\)", cluster.log_text(cluster.file.controller.node_id))
-        assert silence is not None and int(silence.group(1)) > SESSION_TIMEOUT_MS  # the real silence, logged
+        assert silence is not None and int(silence.group(1)) >= SESSION_TIMEOUT_MS  # the real silence, in whole ms
         assert fenced.leader == old_leader and fenced.leader_epoch == old_epoch  # a follower: no new epoch
 
         assert await asyncio.to_thread(cluster.elect, ZOMBIE_TOPIC, 0, leader=new_leader) == "elected"
