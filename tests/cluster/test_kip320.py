@@ -182,14 +182,22 @@ class EpochWatcher:
         self.node = node
         self.seen: dict[tuple[str, int], list[int]] = {}
         self.answers = 0
+        self.stopping = False
         self.task = asyncio.create_task(self._run(), name=f"epoch-watcher-{node}")
+
+    async def stop(self) -> None:
+        """The flag as well as the cancel: asyncio.wait_for can swallow a cancellation that lands as its inner
+        call completes (Python < 3.12), and the loop would then poll for ever."""
+        self.stopping = True
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
 
     async def _run(self) -> None:
         request = metadata.REQUEST.cls(topics=None, allow_auto_topic_creation=False)
-        while True:
+        while not self.stopping:
             try:
                 async with await KafkaClient.connect(self.address) as client:
-                    while True:
+                    while not self.stopping:
                         response = await asyncio.wait_for(client.request(metadata.API, 12, request), 3.0)
                         for topic in response.topics:
                             for p in topic.partitions:
@@ -260,9 +268,7 @@ async def test_every_brokers_metadata_never_answers_an_older_leader_epoch_throug
             await _elect_and_wait(cluster, p)
             await settle({0, 1, 2})
     finally:
-        for watcher in watchers:
-            watcher.task.cancel()
-        await asyncio.gather(*(w.task for w in watchers), return_exceptions=True)
+        await asyncio.gather(*(watcher.stop() for watcher in watchers))
 
     for watcher in watchers:
         for p in range(partitions):
@@ -291,10 +297,11 @@ class IsrWatcher:
 
     def __init__(self, cluster: Cluster, nodes: list[int], topic: str) -> None:
         self.snapshots: list[Snapshot] = []
+        self.stopping = False
         self.tasks = [asyncio.create_task(self._run(cluster, node, topic)) for node in nodes]
 
     async def _run(self, cluster: Cluster, node: int, topic: str) -> None:
-        while True:
+        while not self.stopping:  # see EpochWatcher.stop
             with contextlib.suppress(admin.AdminError):
                 answer = await cluster.metadata_of(node)
                 state = answer.partitions.get((topic, 0))
@@ -303,6 +310,7 @@ class IsrWatcher:
             await asyncio.sleep(0.02)
 
     async def stop(self) -> None:
+        self.stopping = True
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
