@@ -237,9 +237,7 @@ class Nemesis:
         elif fault.fault == "stale-leader":  # its target is always leader:<partition>
             partition = about["partition"]
             state = self._state(partition)
-            successor = next((r for r in state.isr if r != state.leader), None)
-            if successor is None:
-                raise RuntimeError(f"{self.topic}-{partition} has no follower in its ISR {list(state.isr)} to elect")
+            successor = self._in_sync_follower(partition, state)
             self._hook(target, {METADATA_PAUSED: "true"}, [])
             try:
                 outcome = asyncio.run(admin.elect(self.cluster.controller().address, self.topic, partition,
@@ -314,9 +312,7 @@ class Nemesis:
         partition = int(fault.target.partition(":")[2])
         state = self._state(partition)
         leader = name_of(self.cluster, state.leader)
-        follower_id = next((r for r in state.isr if r != state.leader), None)
-        if follower_id is None:
-            raise RuntimeError(f"{self.topic}-{partition} has no follower in its ISR {list(state.isr)}")
+        follower_id = self._in_sync_follower(partition, state)
         follower = name_of(self.cluster, follower_id)
         self.history.record("fault", fault=fault.fault, target=leader, phase="start", partition=partition,
                             detail=f"{self.topic}-{partition}: {follower}'s high watermark held by {leader}; "
@@ -341,9 +337,7 @@ class Nemesis:
         partition = int(fault.target.partition(":")[2])
         state = self._state(partition)
         leader = name_of(self.cluster, state.leader)
-        follower_id = next((r for r in state.isr if r != state.leader), None)
-        if follower_id is None:
-            raise RuntimeError(f"{self.topic}-{partition} has no follower in its ISR {list(state.isr)}")
+        follower_id = self._in_sync_follower(partition, state)
         follower = name_of(self.cluster, follower_id)
         self.history.record("fault", fault=fault.fault, target=leader, phase="start", partition=partition,
                             detail=f"{self.topic}-{partition}: {follower} stops replicating; {leader} then its "
@@ -361,6 +355,13 @@ class Nemesis:
         self.cluster.restart(successor)
         self._wait_state(partition, lambda s: s.leader not in (-1, state.leader), "a leader again")
         return self._restarting(fault, leader, f"{leader} started again, behind {successor}")
+
+    def _in_sync_follower(self, partition: int, state: admin.PartitionState) -> int:
+        """The first ISR member that is not the leader; RuntimeError (the fault is not applied) if none."""
+        follower = next((r for r in state.isr if r != state.leader), None)
+        if follower is None:
+            raise RuntimeError(f"{self.topic}-{partition} has no follower in its ISR {list(state.isr)}")
+        return follower
 
     def _restarting(self, fault: ScheduledFault, name: str, detail: str) -> Callable[[], None]:
         def healed() -> None:
