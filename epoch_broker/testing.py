@@ -58,6 +58,7 @@ BROKER_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.p
 READY_TIMEOUT_S = 30.0
 WAIT_TIMEOUT_S = 30.0
 REQUEST_TIMEOUT_S = 10.0
+PORT_RACE_RETRIES = 3
 T = TypeVar("T")
 
 
@@ -360,11 +361,20 @@ class Cluster(_Both):
         self.file: launcher.ClusterFile | None = None
 
     def _start(self) -> None:
-        base = launcher.free_base_port(self.brokers, LISTEN_PORTS)
-        plan = launcher.plan_cluster(self.data_dir, self.brokers, base + launcher.CONTROLLER_PORT_OFFSET,
-                                     [base + i for i in range(self.brokers)], self.config)
-        launcher.start_cluster(plan, self.data_dir)
-        self.file = plan
+        # The ports are checked free when picked, but another test may bind one before our process does: a
+        # start that lost a port is retried on others (start_cluster has stopped what it started).
+        for attempt in range(PORT_RACE_RETRIES + 1):
+            base = launcher.free_base_port(self.brokers, LISTEN_PORTS)
+            plan = launcher.plan_cluster(self.data_dir, self.brokers, base + launcher.CONTROLLER_PORT_OFFSET,
+                                         [base + i for i in range(self.brokers)], self.config)
+            try:
+                launcher.start_cluster(plan, self.data_dir)
+            except launcher.LaunchError as exc:
+                if "address already in use" not in str(exc).lower() or attempt == PORT_RACE_RETRIES:
+                    raise
+                continue
+            self.file = plan
+            return
 
     def stop(self) -> None:
         if self.file is not None:

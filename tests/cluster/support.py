@@ -35,17 +35,16 @@ from epoch_broker.protocol.records import iter_batches, iter_records
 
 from epoch_broker import testing
 from tests.broker.conftest import batch, produce_to
-from tests.helpers import REPO, free_port, wait_for
+from tests.helpers import REPO, wait_for
 
 
 class Cluster(testing.Cluster):
     """The shared cluster (epoch_broker/testing.py, what users get), with what the project's cluster tests add:
     process specs, raw clients per node, Metadata as one node answers it, the admin CLI, process logs."""
 
-    def __init__(self, directory: Path, processes: launcher.ClusterFile) -> None:
-        super().__init__(len(processes.brokers), directory, {})
+    def __init__(self, directory: Path, brokers: int, overrides: dict[str, str]) -> None:
+        super().__init__(brokers, directory, overrides)
         self.directory = directory
-        self.file = processes
 
     @property
     def bootstrap(self) -> str:
@@ -91,11 +90,10 @@ class Cluster(testing.Cluster):
 
 
 def start_cluster(tmp_path: Path, brokers: int = 3, overrides: dict[str, Any] | None = None) -> Cluster:
-    directory = Path(tmp_path) / "cluster"
-    processes = launcher.plan_cluster(directory, brokers, free_port(), [free_port() for _ in range(brokers)],
-                                      {key: str(value) for key, value in (overrides or {}).items()})
-    launcher.start_cluster(processes, directory)
-    return Cluster(directory, processes)
+    cluster = Cluster(Path(tmp_path) / "cluster", brokers,
+                      {key: str(value) for key, value in (overrides or {}).items()})
+    cluster._start()
+    return cluster
 
 
 # --- topics and partition state -------------------------------------------------------------------------------
