@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import importlib
 import logging
 import os
@@ -52,6 +51,8 @@ from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.network.dispatch import Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
 from epoch_broker.broker.replica.replica_manager import ReplicaManager, log_config_for
+from epoch_broker.broker.security.listeners import bind_listeners, credentials_from_config
+from epoch_broker.broker.security.sasl import CredentialStore
 from epoch_broker.protocol.errors import KafkaError
 from epoch_broker.storage.fs import FileSystem
 from epoch_broker.storage.log_manager import FILES_PER_SEGMENT, LogManager
@@ -82,6 +83,7 @@ class Broker:
         self.server: KafkaServer | None = None
         self.file_budget: FileBudget | None = None  # the open-files limit, known at start
         self.dispatcher: Dispatcher | None = None
+        self.credentials = CredentialStore()  # who may log in on SASL listeners: read from the config at start
         self._producer_ids = iter(())
         self._maintenance: asyncio.Task | None = None
         self._unattached: list[Any] | None = []  # records applied before registration; None once attached
@@ -126,6 +128,7 @@ class Broker:
         """Start everything; returns the endpoint clients should use (with the real port if 0 was asked)."""
         config = self.config
         check_usable([config.data_dir, *config.log_dirs])
+        self.credentials = credentials_from_config(config)
         if self._channel is None:
             if "controller" in config.process_roles:
                 check_metadata_log_present(config.data_dir)
@@ -165,15 +168,14 @@ class Broker:
                                   max_connections=config.max_connections,
                                   max_connections_per_ip=config.max_connections_per_ip,
                                   connection_budget=self.file_budget.connections_allowed)
-        listener = config.listeners[0]
-        host, port = await self.server.start(listener.host, listener.port)
-        if listener.port == 0:  # the kernel chose the port: make every later reader of the config see it
-            self.config = config = dataclasses.replace(
-                config, listeners=(Endpoint(listener.listener, listener.host, port), *config.listeners[1:]))
-            self._replica_manager.config = config
+        # a listener asked on port 0 gets the kernel's choice: every later reader of the config sees it
+        self.config = config = await bind_listeners(self.server, config, self.credentials)
+        self._replica_manager.config = config
+        advertised = config.advertised_endpoints()
         try:
-            self.broker_epoch = await self._channel.register(self.node_id, self.incarnation_id,
-                                                            config.advertised.host, config.advertised.port, None)
+            self.broker_epoch = await self._channel.register(
+                self.node_id, self.incarnation_id, config.advertised.host, config.advertised.port, None,
+                {name: f"{endpoint.host}:{endpoint.port}" for name, endpoint in advertised.items()})
         except KafkaError as exc:  # DUPLICATE_BROKER_REGISTRATION past two sessions: another process is this node
             raise StartupError(f"{exc} ({exc.code.name}): is another process running as node "
                                f"{self.node_id}?") from exc
@@ -188,7 +190,7 @@ class Broker:
         self.dispatcher.ready.set()
         log.info("node %d registered with broker epoch %d; %d partitions hosted", self.node_id,
                  self.broker_epoch, len(self._replica_manager.partitions))
-        return Endpoint(listener.listener, host, port)
+        return config.listeners[0]
 
     def _on_metadata(self, records: list[Any]) -> None:
         for record in records:

@@ -108,6 +108,22 @@ def _protocol_map(text: str) -> tuple[str, ...]:
 _protocol_map.expected = "a list like INTERNAL:PLAINTEXT,EXTERNAL:SSL"  # type: ignore[attr-defined]
 
 
+def _name(text: str) -> str:
+    if not text.strip():
+        raise ValueError
+    return text.strip().upper()
+
+
+_name.expected = "a listener name"  # type: ignore[attr-defined]
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(part.strip().upper() for part in text.split(",") if part.strip())
+
+
+_names.expected = "a comma-separated list of names"  # type: ignore[attr-defined]
+
+
 def _dirs(text: str) -> tuple[str, ...]:
     dirs = tuple(os.path.abspath(d.strip()) for d in text.split(",") if d.strip())
     if not dirs:
@@ -161,6 +177,22 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "listeners": ("listeners", _listeners),
     "listener.security.protocol.map": ("listener_security_protocol_map", _protocol_map),
     "advertised.listeners": ("advertised_listeners", _listeners),
+    "inter.broker.listener.name": ("inter_broker_listener_name", _name),
+    "security.inter.broker.protocol": ("inter_broker_listener_name", _name),
+    "controller.listener.names": ("controller_listener_names", _names),
+    "sasl.enabled.mechanisms": ("sasl_enabled_mechanisms", _names),
+    "sasl.mechanism.inter.broker.protocol": ("sasl_mechanism_inter_broker_protocol", _name),
+    "sasl.mechanism.controller.protocol": ("sasl_mechanism_controller_protocol", _name),
+    "ssl.keystore.type": ("ssl_keystore_type", _choice("PEM")),
+    "ssl.keystore.location": ("ssl_keystore_location", _text),
+    "ssl.keystore.certificate.chain": ("ssl_keystore_certificate_chain", _text),
+    "ssl.keystore.key": ("ssl_keystore_key", _text),
+    "ssl.key.password": ("ssl_key_password", _text),
+    "ssl.truststore.type": ("ssl_truststore_type", _choice("PEM")),
+    "ssl.truststore.location": ("ssl_truststore_location", _text),
+    "ssl.truststore.certificates": ("ssl_truststore_certificates", _text),
+    "ssl.client.auth": ("ssl_client_auth", _choice("none", "requested", "required")),
+    "ssl.endpoint.identification.algorithm": ("ssl_endpoint_identification_algorithm", _choice("https", "")),
     "log.dirs": ("log_dirs", _dirs),
     "log.dir": ("log_dirs", _dirs),
     "num.partitions": ("num_partitions", _int(1)),
@@ -213,6 +245,24 @@ class BrokerConfig:
     listeners: tuple[Endpoint, ...] = (Endpoint("PLAINTEXT", "127.0.0.1", 9092),)
     advertised_listeners: tuple[Endpoint, ...] | None = None
     listener_security_protocol_map: tuple[str, ...] = ()  # NAME:PROTOCOL pairs
+    inter_broker_listener_name: str = ""  # empty: the first listener that is not a controller listener
+    controller_listener_names: tuple[str, ...] = ()
+    sasl_enabled_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # Kafka: GSSAPI
+    sasl_mechanism_inter_broker_protocol: str = "PLAIN"  # Kafka: GSSAPI, which is not served here
+    sasl_mechanism_controller_protocol: str = "PLAIN"
+    ssl_keystore_type: str = "PEM"  # JKS and PKCS12 are not read: PEM files or PEM text
+    ssl_keystore_location: str = ""
+    ssl_keystore_certificate_chain: str = ""
+    ssl_keystore_key: str = ""
+    ssl_key_password: str = ""
+    ssl_truststore_type: str = "PEM"
+    ssl_truststore_location: str = ""
+    ssl_truststore_certificates: str = ""
+    ssl_client_auth: str = "none"
+    ssl_endpoint_identification_algorithm: str = "https"
+    # `listener.name.<listener>.<key>` settings (lower-case listener name, as Kafka spells them), in order:
+    # a listener's own value of an ssl.* or sasl key, and its `<mechanism>.sasl.jaas.config`.
+    listener_settings: tuple[tuple[str, str], ...] = ()
     log_dirs: tuple[str, ...] = field(default_factory=lambda: (os.path.abspath("data"),))
     num_partitions: int = 1
     default_replication_factor: int = 1
@@ -250,12 +300,46 @@ class BrokerConfig:
 
     @property
     def advertised(self) -> Endpoint:
-        """The endpoint clients are told to use: advertised.listeners, else the first listener (0.0.0.0 made
-        concrete, since a client cannot connect to it)."""
-        endpoint = (self.advertised_listeners or self.listeners)[0]
-        if endpoint.host in ("0.0.0.0", "::", ""):
-            return Endpoint(endpoint.listener, "127.0.0.1", endpoint.port)
-        return endpoint
+        """Where other brokers reach this one (the inter-broker listener's advertised endpoint): what it
+        registers as its address."""
+        return self.advertised_endpoints()[self.inter_broker_listener]
+
+    def advertised_endpoints(self) -> dict[str, Endpoint]:
+        """Listener name -> the endpoint clients of that listener are told to use: its entry in
+        advertised.listeners, else the listener itself (0.0.0.0 made concrete, since a client cannot connect to
+        it). Controller listeners are not advertised to clients."""
+        advertised = {e.listener: e for e in self.advertised_listeners or ()}
+        endpoints = {}
+        for listener in self.listeners:
+            if listener.listener in self.controller_listener_names and "broker" in self.process_roles:
+                continue
+            endpoint = advertised.get(listener.listener, listener)
+            if endpoint.host in ("0.0.0.0", "::", ""):
+                endpoint = Endpoint(endpoint.listener, "127.0.0.1", endpoint.port)
+            endpoints[listener.listener] = endpoint
+        return endpoints
+
+    @property
+    def inter_broker_listener(self) -> str:
+        if self.inter_broker_listener_name:
+            return self.inter_broker_listener_name
+        served = [e.listener for e in self.listeners if e.listener not in self.controller_listener_names]
+        return (served or [self.listeners[0].listener])[0]
+
+    def security_protocol(self, listener: str) -> str:
+        """The listener's security protocol: its entry in listener.security.protocol.map, else its own name
+        (PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL map to themselves, as in Kafka)."""
+        protocols = dict(pair.split(":", 1) for pair in self.listener_security_protocol_map)
+        return protocols.get(listener, listener)
+
+    def listener_setting(self, listener: str, key: str) -> str:
+        """`listener.name.<listener>.<key>` if set, else the broker-wide value of `key` (empty if none)."""
+        prefixed = f"listener.name.{listener.lower()}.{key}"
+        for name, value in reversed(self.listener_settings):
+            if name == prefixed:
+                return value
+        spec = KEYS.get(key)
+        return render_value(getattr(self, spec[0])) if spec is not None else ""
 
     @property
     def data_dir(self) -> str:
@@ -271,6 +355,9 @@ class BrokerConfig:
                 rendered[key] = render_value(getattr(self, attr))
         return rendered
 
+
+# Keys whose values DescribeConfigs never shows (Kafka's PASSWORD type): null, with is_sensitive set.
+SENSITIVE_KEYS = frozenset({"ssl.key.password", "ssl.keystore.key"})
 
 # Kafka's ConfigSource codes, as DescribeConfigs and CreateTopics (v5+) report where a value comes from.
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
@@ -305,40 +392,101 @@ def read_properties(path: str) -> list[tuple[str, str]]:
 def build_config(pairs: list[tuple[str, str]]) -> BrokerConfig:
     """Apply (key, value) pairs in order over the defaults."""
     values: dict[str, Any] = {}
+    listener_settings: list[tuple[str, str]] = []
     for key, text in pairs:
+        if key.startswith(LISTENER_PREFIX):
+            listener_settings.append(_listener_setting(key, text))
+            continue
         spec = KEYS.get(key)
         if spec is None:
             log.warning("ignoring unknown config key %s", key)
             continue
         attr, parse = spec
-        try:
-            values[attr] = parse(text)
-        except ValueError:
-            expected = getattr(parse, "expected", "a valid value")
-            raise ConfigError(f"invalid value for {key}: {text!r} (expected {expected})") from None
-    config = BrokerConfig(**values)
-    _check_listeners(config.listeners, dict(pair.split(":") for pair in config.listener_security_protocol_map))
+        values[attr] = _parse(key, parse, text)
+    config = BrokerConfig(**values, listener_settings=tuple(listener_settings))
+    _check_listeners(config)
     return config
 
 
+def _parse(key: str, parse: Callable[[str], Any], text: str) -> Any:
+    try:
+        return parse(text)
+    except ValueError:
+        expected = getattr(parse, "expected", "a valid value")
+        raise ConfigError(f"invalid value for {key}: {text!r} (expected {expected})") from None
+
+
+LISTENER_PREFIX = "listener.name."
 KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SUPPORTED_PROTOCOLS = ("PLAINTEXT",)
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# What may follow `listener.name.<listener>.`: a key of KEYS with a per-listener value, or a mechanism's JAAS.
+_PER_LISTENER_KEYS = ("ssl.", "sasl.enabled.mechanisms")
 
 
-def _check_listeners(listeners: tuple[Endpoint, ...], protocols: dict[str, str]) -> None:
+def _listener_setting(key: str, text: str) -> tuple[str, str]:
+    """A `listener.name.<listener>.<key>` pair, checked: the key must be one a listener can have."""
+    rest = key[len(LISTENER_PREFIX):]
+    listener, _, setting = rest.partition(".")
+    jaas = setting.endswith(".sasl.jaas.config") and setting[: -len(".sasl.jaas.config")].upper() in (
+        SUPPORTED_MECHANISMS)
+    if not (jaas or (setting.startswith(_PER_LISTENER_KEYS) and setting in KEYS)):
+        raise ConfigError(f"{key}: unknown or unsupported per-listener setting {setting or '(none)'} (listeners "
+                          "take ssl.* keys, sasl.enabled.mechanisms and <mechanism>.sasl.jaas.config)")
+    if not jaas:
+        _parse(key, KEYS[setting][1], text)
+    return f"{LISTENER_PREFIX}{listener.lower()}.{setting}", text.strip()
+
+
+def _check_listeners(config: BrokerConfig) -> None:
     """A listener this broker cannot serve as asked is a start-up error, never a silent plaintext one."""
-    if len(listeners) > 1:
-        raise ConfigError(f"listeners: {len(listeners)} listeners given, but binding more than one is not "
-                          "supported yet (TLS and SASL listeners come with them)")
-    for endpoint in listeners:
-        protocol = protocols.get(endpoint.listener, endpoint.listener)
+    names = [e.listener for e in config.listeners]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"listeners: a listener name appears twice in {','.join(names)}")
+    ports = [e.port for e in config.listeners if e.port]
+    if len(set(ports)) != len(ports):
+        raise ConfigError(f"listeners: two listeners share a port in {','.join(map(str, config.listeners))}")
+    for pair in config.listener_security_protocol_map:
+        if pair.split(":", 1)[1] not in KAFKA_PROTOCOLS:
+            raise ConfigError(f"listener.security.protocol.map: unknown security protocol in {pair} (one of "
+                              f"{', '.join(KAFKA_PROTOCOLS)})")
+    for endpoint in config.listeners:
+        protocol = config.security_protocol(endpoint.listener)
         if protocol not in KAFKA_PROTOCOLS:
             raise ConfigError(f"listeners: listener {endpoint.listener} has no security protocol (add it to "
                               f"listener.security.protocol.map, e.g. {endpoint.listener}:PLAINTEXT)")
-        if protocol not in SUPPORTED_PROTOCOLS:
-            raise ConfigError(f"listeners: {endpoint.listener}://{endpoint.host}:{endpoint.port} uses security "
-                              f"protocol {protocol}, which this broker does not support yet (only "
-                              f"{', '.join(SUPPORTED_PROTOCOLS)}); it will not serve it as plaintext")
+        if protocol.startswith("SASL_"):
+            mechanisms = _names(config.listener_setting(endpoint.listener, "sasl.enabled.mechanisms"))
+            unsupported = [m for m in mechanisms if m not in SUPPORTED_MECHANISMS]
+            if unsupported or not mechanisms:
+                raise ConfigError(f"sasl.enabled.mechanisms for listener {endpoint.listener}: "
+                                  f"{','.join(unsupported) or '(none)'} not supported (only "
+                                  f"{', '.join(SUPPORTED_MECHANISMS)}); it will not serve it unauthenticated")
+        if protocol in ("SSL", "SASL_SSL"):
+            location = config.listener_setting(endpoint.listener, "ssl.keystore.location")
+            chain = config.listener_setting(endpoint.listener, "ssl.keystore.certificate.chain")
+            if not location and not chain:
+                raise ConfigError(f"listener {endpoint.listener} uses {protocol} but has no certificate: set "
+                                  f"ssl.keystore.location (a PEM file with the certificate and key) or "
+                                  f"ssl.keystore.certificate.chain and ssl.keystore.key")
+    for setting, _ in config.listener_settings:
+        listener = setting[len(LISTENER_PREFIX):].partition(".")[0].upper()
+        if listener not in names and listener not in config.controller_listener_names:
+            raise ConfigError(f"{setting}: no listener named {listener} in listeners or controller.listener.names")
+    for endpoint in config.advertised_listeners or ():
+        if endpoint.listener not in names:
+            raise ConfigError(f"advertised.listeners: {endpoint} names no listener in listeners")
+    for name in config.controller_listener_names:
+        if "controller" in config.process_roles and "broker" not in config.process_roles and name not in names:
+            raise ConfigError(f"controller.listener.names: {name} is not in listeners")
+        if config.security_protocol(name) not in KAFKA_PROTOCOLS:
+            raise ConfigError(f"controller.listener.names: {name} has no security protocol (add it to "
+                              f"listener.security.protocol.map)")
+    if "broker" in config.process_roles and config.inter_broker_listener not in names:
+        raise ConfigError(f"inter.broker.listener.name: {config.inter_broker_listener} is not in listeners")
+    for key in ("sasl_mechanism_inter_broker_protocol", "sasl_mechanism_controller_protocol"):
+        if getattr(config, key) not in SUPPORTED_MECHANISMS:
+            raise ConfigError(f"{key.replace('_', '.')}: {getattr(config, key)} not supported (only "
+                              f"{', '.join(SUPPORTED_MECHANISMS)})")
 
 
 def load_config(properties_path: str | None, overrides: list[str]) -> BrokerConfig:

@@ -4,22 +4,50 @@ Used for inter-broker calls (replica fetchers, broker-to-controller), by the adm
 tests that need to send exact requests (a stale CurrentLeaderEpoch, a garbage frame) that stock clients
 never send. It speaks whatever version the caller names; `negotiate()` asks ApiVersions first and
 `version_for(api)` picks the highest version both sides support. The protocol rules are `connection.py`'s.
+
+`Security` is how the connection is secured: TLS with the caller's context (the server's name checked as the
+context says), then SASL (SaslHandshake v1 and SaslAuthenticate, mechanisms of `sasl.py`) before any other
+request; a refused authentication raises `AuthenticationFailed` from `open`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
+from dataclasses import dataclass, field
 from typing import Any
 
 from epoch_broker.client.connection import ClientConnection, ConnectionClosed, UnexpectedResponse
+from epoch_broker.client.sasl import SaslError, new_client
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import sasl_authenticate, sasl_handshake
 from epoch_broker.protocol.schema import Api
 
 
+@dataclass(frozen=True, slots=True)
+class Security:
+    """TLS (a client context) and SASL (mechanism, username, password) for a connection; none by default."""
+
+    tls: ssl.SSLContext | None = None
+    sasl_mechanism: str = ""
+    username: str = ""
+    password: str = field(default="", repr=False)  # never in a log line
+
+
+PLAINTEXT = Security()
+
+
+class AuthenticationFailed(ConnectionError):
+    """The broker refused our SASL authentication (the message is its own), or its tokens were wrong."""
+
+
 class KafkaClient:
-    def __init__(self, host: str, port: int, client_id: str = "epoch-broker-client") -> None:
+    def __init__(self, host: str, port: int, client_id: str = "epoch-broker-client",
+                 security: Security = PLAINTEXT) -> None:
         self.host = host
         self.port = port
+        self.security = security
         self.connection = ClientConnection(client_id)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
@@ -28,10 +56,15 @@ class KafkaClient:
         self._closed: ConnectionClosed | None = None  # set when the read loop ended: every later request fails
 
     @classmethod
-    async def connect(cls, bootstrap: str, client_id: str = "epoch-broker-client") -> KafkaClient:
+    async def connect(cls, bootstrap: str, client_id: str = "epoch-broker-client",
+                      security: Security = PLAINTEXT) -> KafkaClient:
         host, _, port = bootstrap.rpartition(":")
-        client = cls(host, int(port), client_id)
-        await client.open()
+        client = cls(host, int(port), client_id, security)
+        try:
+            await client.open()
+        except BaseException:
+            await client.close()
+            raise
         return client
 
     @property
@@ -39,8 +72,33 @@ class KafkaClient:
         return self.connection.broker_versions
 
     async def open(self) -> None:
-        self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+        tls = self.security.tls
+        self._reader, self._writer = await asyncio.open_connection(
+            self.host, self.port, ssl=tls, server_hostname=self.host if tls is not None else None)
         self._read_task = asyncio.create_task(self._read_loop())
+        if self.security.sasl_mechanism:
+            await self._authenticate()
+
+    async def _authenticate(self) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism completes."""
+        security = self.security
+        handshake = await self.request(sasl_handshake.API, 1, sasl_handshake.REQUEST.cls(
+            mechanism=security.sasl_mechanism))
+        if handshake.error_code != ErrorCode.NONE:
+            raise AuthenticationFailed(f"{self.host}:{self.port} refused SASL mechanism {security.sasl_mechanism} "
+                                       f"({ErrorCode(handshake.error_code).name}; it enables "
+                                       f"{', '.join(handshake.mechanisms) or 'none'})")
+        mechanism = new_client(security.sasl_mechanism, security.username, security.password)
+        token: bytes | None = mechanism.initial()
+        while token is not None:
+            answer = await self.request(sasl_authenticate.API, 1, sasl_authenticate.REQUEST.cls(auth_bytes=token))
+            if answer.error_code != ErrorCode.NONE:
+                raise AuthenticationFailed(f"{self.host}:{self.port}: {ErrorCode(answer.error_code).name}: "
+                                           f"{answer.error_message}")
+            try:
+                token = mechanism.evaluate(answer.auth_bytes)
+            except SaslError as exc:
+                raise AuthenticationFailed(f"{self.host}:{self.port}: {exc}") from None
 
     async def close(self) -> None:
         """Close the socket and end the read loop; safe at any point, also while `open` is still connecting
@@ -113,4 +171,4 @@ class KafkaClient:
         self._futures.clear()
 
 
-__all__ = ["ConnectionClosed", "KafkaClient"]
+__all__ = ["PLAINTEXT", "AuthenticationFailed", "ConnectionClosed", "KafkaClient", "Security"]

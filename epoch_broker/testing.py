@@ -261,6 +261,7 @@ class Broker(_Both):
         self.data_dir = Path(data_dir if data_dir is not None else tempfile.mkdtemp(prefix="epoch-broker-"))
         self.config = {**BROKER_DEFAULTS, **config}
         self.port = 0  # in process, the kernel's pick is read back once bound; a subprocess has its own
+        self.listeners: dict[str, int] = {}  # in process: listener name -> its bound port
         self.server: Any = None  # in process: the running broker.app.Broker (its faults, config, logs)
         self.process: BrokerProcess | None = None  # as a subprocess
         self._thread: threading.Thread | None = None
@@ -268,7 +269,12 @@ class Broker(_Both):
 
     @property
     def bootstrap_servers(self) -> str:
+        """The first PLAINTEXT listener (the first listener if none is plaintext)."""
         return f"127.0.0.1:{self.port}"
+
+    def address(self, listener: str) -> str:
+        """host:port of a named listener (in process, with `listeners` in the config: TLS and SASL tests)."""
+        return f"127.0.0.1:{self.listeners[listener.upper()]}"
 
     @property
     def pid(self) -> int | None:
@@ -301,8 +307,9 @@ class Broker(_Both):
         from epoch_broker.broker.app import Broker as Server
         from epoch_broker.broker.config import build_config
 
-        config = {"node.id": "0", "log.dirs": str(self.data_dir / "data"), **self.config,
-                  "listeners": f"PLAINTEXT://127.0.0.1:{self.port}"}
+        # the caller's listeners (TLS, SASL; port 0 = a free one), else one PLAINTEXT listener
+        config = {"node.id": "0", "log.dirs": str(self.data_dir / "data"),
+                  "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", **self.config}
         server = Server(build_config(list(config.items())))
         loop = _new_loop()
         ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -321,7 +328,13 @@ class Broker(_Both):
         self.server, self._loop = server, loop
         self._thread = threading.Thread(target=run, name=f"epoch-broker-{id(self):x}", daemon=True)
         self._thread.start()
-        self.port = ready.result(READY_TIMEOUT_S).port
+        ready.result(READY_TIMEOUT_S)
+        bound = server.config.listeners
+        self.listeners = {endpoint.listener: endpoint.port for endpoint in bound}
+        plaintext = [e.port for e in bound if server.config.security_protocol(e.listener) == "PLAINTEXT"]
+        self.port = (plaintext or [bound[0].port])[0]
+        if "listeners" in self.config:  # a restart binds the same ports again
+            self.config["listeners"] = ",".join(map(str, bound))
 
     def _halt(self) -> None:
         if self.process is not None:

@@ -27,8 +27,9 @@ class ControllerChannel(Protocol):
         """Deliver every metadata record so far to `on_records` (and later ones as they are committed)."""
 
     async def register(self, node_id: int, incarnation_id: bytes, host: str, port: int,
-                       rack: str | None) -> int:
-        """Register this broker; returns its broker epoch once the registration's records were applied."""
+                       rack: str | None, endpoints: dict[str, str] | None = None) -> int:
+        """Register this broker (`host`:`port` its inter-broker listener, `endpoints` every advertised listener,
+        name -> "host:port"); returns its broker epoch once the registration's records were applied."""
 
     async def create_topics(self, topics: list[NewTopic], validate_only: bool) -> list[TopicResult]: ...
 
@@ -79,8 +80,8 @@ class EmbeddedChannel:
         self.controller.subscribers.append(on_records)
 
     async def register(self, node_id: int, incarnation_id: bytes, host: str, port: int,
-                       rack: str | None) -> int:
-        return self.controller.register_broker(node_id, incarnation_id, host, port, rack)
+                       rack: str | None, endpoints: dict[str, str] | None = None) -> int:
+        return self.controller.register_broker(node_id, incarnation_id, host, port, rack, endpoints)
 
     async def create_topics(self, topics: list[NewTopic], validate_only: bool) -> list[TopicResult]:
         return self.controller.create_topics(topics, validate_only)

@@ -191,7 +191,7 @@ class Controller:
     # -- brokers ------------------------------------------------------------------------------------
 
     def register_broker(self, node_id: int, incarnation_id: bytes, host: str, port: int,
-                        rack: str | None = None) -> int:
+                        rack: str | None = None, endpoints: dict[str, str] | None = None) -> int:
         """Register (or re-register) a broker, unfenced; returns its broker epoch.
 
         A new incarnation gets a new epoch, and its leaderships a new leader epoch (KIP-101); the same
@@ -208,7 +208,8 @@ class Controller:
             raise RegistrationRefused(ErrorCode.DUPLICATE_BROKER_REGISTRATION)
         self._heard_from(node_id)
         broker_epoch = max((b.broker_epoch for b in self.image.brokers.values()), default=0) + 1
-        records: list[Any] = [RegisterBrokerRecord(node_id, broker_epoch, incarnation_id, host, port, rack)]
+        records: list[Any] = [RegisterBrokerRecord(node_id, broker_epoch, incarnation_id, host, port, rack,
+                                                   endpoints or {})]
         records += self._rejoin(node_id, f"broker {node_id} registered")
         self._commit(records)
         log.info("broker %d registered with broker epoch %d", node_id, broker_epoch)

@@ -31,7 +31,8 @@ from epoch_broker.broker.controller.controller import NewTopic, PartitionChangeR
 from epoch_broker.broker.faults import CONTROLLER_PEER, NETWORK_PARTITION, BrokerFaults
 from epoch_broker.broker.metadata import metadata_log
 from epoch_broker.broker.metadata.image import MetadataCache
-from epoch_broker.client.aio import KafkaClient
+from epoch_broker.broker.security.listeners import client_security
+from epoch_broker.client.aio import KafkaClient, Security
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.messages import (
     allocate_producer_ids,
@@ -60,14 +61,15 @@ REQUEST_TIMEOUT_S = 15.0  # beyond any long poll (METADATA_MAX_WAIT_MS): the con
 APPLY_TIMEOUT_S = 10.0
 WRITE_RETRY_S = 10.0  # how long a write waits for an unreachable controller (a restart takes about a second)
 FAULT_CHECK_S = 0.1  # how often a paused metadata fetch (fault.metadata.paused) looks at the flag again
-PLAINTEXT = 0
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}  # Kafka's SecurityProtocol
 
 
 class _Link:
     """One lazily (re)connected, version-negotiated connection to the controller."""
 
-    def __init__(self, host: str, port: int, client_id: str, faults: BrokerFaults) -> None:
+    def __init__(self, host: str, port: int, client_id: str, faults: BrokerFaults, security: Security) -> None:
         self.host, self.port, self.client_id = host, port, client_id
+        self.security = security
         self.faults = faults
         self._client: KafkaClient | None = None
 
@@ -81,9 +83,13 @@ class _Link:
             await asyncio.sleep(delay)
         try:
             if self._client is None:
-                client = KafkaClient(self.host, self.port, self.client_id)
-                await client.open()
-                await client.negotiate()
+                client = KafkaClient(self.host, self.port, self.client_id, self.security)
+                try:
+                    await client.open()
+                    await client.negotiate()
+                except BaseException:
+                    await client.close()
+                    raise
                 self._client = client
             chosen = self._client.version_for(api) if version is None else version
             # A controller that stopped answering without closing (paused, partitioned) must not hang us.
@@ -103,14 +109,17 @@ class RemoteChannel:
                  on_fatal: Callable[[str], None]) -> None:
         host, _, port = config.controller_address.rpartition(":")
         self.node_id = config.node_id
+        self.config = config
         self.heartbeat_interval_s = config.broker_heartbeat_interval_ms / 1000
         self.session_timeout_s = config.broker_session_timeout_ms / 1000
         self.metadata = metadata
         self.faults = faults
         self.on_fatal = on_fatal
         self.controller_id = -1
-        self._requests = _Link(host, int(port), f"broker-{config.node_id}", faults)
-        self._fetches = _Link(host, int(port), f"broker-{config.node_id}-metadata", faults)
+        security = client_security(config, (*config.controller_listener_names, "PLAINTEXT")[0],
+                                   config.sasl_mechanism_controller_protocol)
+        self._requests = _Link(host, int(port), f"broker-{config.node_id}", faults, security)
+        self._fetches = _Link(host, int(port), f"broker-{config.node_id}-metadata", faults, security)
         self._on_records: OnRecords | None = None
         self._applied = asyncio.Event()  # set (and replaced) whenever records were applied
         self._high_watermark = 0  # the controller's end offset, as last seen
@@ -209,12 +218,20 @@ class RemoteChannel:
 
     # -- registration and heartbeats ------------------------------------------------------------------
 
+    def _listeners(self, host: str, port: int, endpoints: dict[str, str] | None) -> list[Any]:
+        """The registration's listeners, the inter-broker one first (the controller records it as the address)."""
+        inter_broker = self.config.inter_broker_listener
+        listed = {inter_broker: f"{host}:{port}", **{k: v for k, v in (endpoints or {}).items() if k != inter_broker}}
+        return [broker_registration.REQUEST.Listener(
+            name=name, host=address.rpartition(":")[0], port=int(address.rpartition(":")[2]),
+            security_protocol=SECURITY_PROTOCOL_IDS[self.config.security_protocol(name)])
+            for name, address in listed.items()]
+
     async def register(self, node_id: int, incarnation_id: bytes, host: str, port: int,
-                       rack: str | None) -> int:
+                       rack: str | None, endpoints: dict[str, str] | None = None) -> int:
         request = broker_registration.REQUEST.cls(
             broker_id=node_id, cluster_id=self.metadata.cluster_id or "", incarnation_id=incarnation_id,
-            listeners=[broker_registration.REQUEST.Listener(name="PLAINTEXT", host=host, port=port,
-                                                            security_protocol=PLAINTEXT)],
+            listeners=self._listeners(host, port, endpoints),
             rack=rack)
         # another incarnation's session still alive (this node killed and started again within it, or a second
         # process with this node id): retry until it ends, or give up after two sessions

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 
@@ -30,6 +29,8 @@ from epoch_broker.broker.log_dirs import check_metadata_log_present, claim_log_d
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.network.dispatch import CONTROLLER, Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
+from epoch_broker.broker.security.listeners import bind_listeners, credentials_from_config
+from epoch_broker.broker.security.sasl import CredentialStore
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class ControllerServer:
         self._last_check = 0.0  # loop time of the last liveness check (a long gap: this process was stopped)
         self._grace_timers: set[asyncio.TimerHandle] = set()  # liveness checks ending disconnect graces
         self.disconnect_grace_s = 2 * config.broker_heartbeat_interval_ms / 1000
+        self.credentials = CredentialStore()  # who may log in on SASL listeners: read from the config at start
 
     @property
     def cluster_id(self) -> str:
@@ -61,6 +63,7 @@ class ControllerServer:
 
     async def start(self) -> Endpoint:
         os.makedirs(self.config.data_dir, exist_ok=True)
+        self.credentials = credentials_from_config(self.config)
         try:
             self.controller.start()
         except CorruptMetadataLog as exc:
@@ -70,15 +73,11 @@ class ControllerServer:
         dispatcher = Dispatcher(self, role=CONTROLLER)
         self.server = KafkaServer(dispatcher, self.config.socket_request_max_bytes,
                                   self.config.connections_max_idle_ms, on_disconnect=self._on_disconnect)
-        listener = self.config.listeners[0]
-        host, port = await self.server.start(listener.host, listener.port)
-        if listener.port == 0:
-            self.config = dataclasses.replace(
-                self.config, listeners=(Endpoint(listener.listener, listener.host, port), *self.config.listeners[1:]))
+        self.config = await bind_listeners(self.server, self.config, self.credentials)
         self._last_check = asyncio.get_running_loop().time()
         self._liveness = asyncio.create_task(self._check_liveness())
         log.info("controller %d serving %d metadata records", self.node_id, self.controller.end_offset)
-        return Endpoint(listener.listener, host, port)
+        return self.config.listeners[0]
 
     def note_heartbeat_connection(self, peer: str, node_id: int) -> None:
         self._heartbeat_peers[peer] = node_id

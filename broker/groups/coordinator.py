@@ -298,18 +298,20 @@ class GroupCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return ErrorCode.NOT_COORDINATOR
 
-    def find_coordinator(self, group_id: str) -> tuple[ErrorCode, int, str, int]:
-        """(error, node id, host, port) of the leader of the group's `__consumer_offsets` partition."""
+    def find_coordinator(self, group_id: str, listener: str) -> tuple[ErrorCode, int, str, int]:
+        """(error, node id, host, port) of the leader of the group's `__consumer_offsets` partition, as clients
+        of `listener` reach it."""
         state = self.broker.metadata.partition(OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
         if state is None or state.leader < 0:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
         if state.leader == self.broker.node_id:
-            endpoint = self.broker.advertised
+            config = self.broker.config
+            endpoint = config.advertised_endpoints().get(listener, config.advertised)
             return ErrorCode.NONE, self.broker.node_id, endpoint.host, endpoint.port
         registration = self.broker.metadata.brokers.get(state.leader)
         if registration is None:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-        return ErrorCode.NONE, state.leader, registration.host, registration.port
+        return (ErrorCode.NONE, state.leader, *registration.endpoint(listener))
 
     def _append(self, partition: int, entries: list[tuple[bytes, bytes | None]]) -> asyncio.Future[Any]:
         """Append records (key, value or None for a tombstone) atomically, in one batch; the future completes once

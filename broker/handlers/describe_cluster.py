@@ -32,8 +32,8 @@ def handle(context: RequestContext[Services], request: Any) -> Any:
         error_code=ErrorCode.NONE,
         cluster_id=broker.cluster_id,
         controller_id=broker.metadata.controller_id,
-        brokers=[Broker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                 for b in broker.metadata.live_brokers.values()],
+        brokers=[Broker(broker_id=b.node_id, host=host, port=port, rack=b.rack)
+                 for b in broker.metadata.live_brokers.values() for host, port in [b.endpoint(context.listener)]],
         cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
                                        else NO_OPERATIONS),
     )

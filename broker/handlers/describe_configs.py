@@ -9,7 +9,8 @@ narrows the list. Other resource
 types: INVALID_REQUEST.
 Version notes: v1+ config_source and synonyms (always empty here), v3+ config_type and documentation (null).
 read_only is true for the static broker configs only: topic configs and fault hooks are alterable.
-Skipped: synonyms, documentation, sensitive values (there are none).
+Sensitive values (ssl.key.password, ssl.keystore.key) are answered null with is_sensitive set, as Kafka does.
+Skipped: synonyms, documentation.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from epoch_broker.broker.config import (
     DEFAULT_CONFIG,
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
+    SENSITIVE_KEYS,
     STATIC_BROKER_CONFIG,
     TOPIC_CONFIGS,
     render_value,
@@ -64,8 +66,9 @@ def _describe(broker: BrokerServices, resource: Any) -> Any:
     wanted = None if resource.configuration_keys is None else set(resource.configuration_keys)
     result.configs = [
         # a topic's configs are alterable (IncrementalAlterConfigs, AlterConfigs); a broker's static ones are not
-        ConfigEntry(name=key, value=value, read_only=source == STATIC_BROKER_CONFIG,
-                    is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=False, synonyms=[],
+        ConfigEntry(name=key, value=None if key in SENSITIVE_KEYS else value, read_only=source == STATIC_BROKER_CONFIG,
+                    is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=key in SENSITIVE_KEYS,
+                    synonyms=[],
                     documentation=None)
         for key, value, source in entries
         if wanted is None or key in wanted

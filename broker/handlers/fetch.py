@@ -91,7 +91,8 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         if total >= request.min_bytes or failed or remaining <= 0 or replicas.stopping:
             break
         await _wait_for_data([p for _, _, p in entries if p is not None], remaining)
-    return Response(responses=topics, node_endpoints=_leader_endpoints(broker, entries) if version >= 16 else [])
+    endpoints = _leader_endpoints(broker, entries, context.listener) if version >= 16 else []
+    return Response(responses=topics, node_endpoints=endpoints)
 
 
 def _read_all(entries: list, response_max_bytes: int, replica_id: int, record_follower_fetch: bool,
@@ -135,7 +136,8 @@ async def _wait_for_data(partitions: list[Partition], timeout_s: float) -> None:
             partition.remove_waiter(future)
 
 
-def _leader_endpoints(broker: BrokerServices, entries: list) -> list:
+def _leader_endpoints(broker: BrokerServices, entries: list, listener: str) -> list:
     leaders = {p.leader_id for _, response, p in entries if p is not None and response.current_leader.leader_id >= 0}
-    return [NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-            for node_id, b in broker.metadata.brokers.items() if node_id in leaders]
+    return [NodeEndpoint(node_id=b.node_id, host=host, port=port, rack=b.rack)
+            for node_id, b in broker.metadata.brokers.items() if node_id in leaders
+            for host, port in [b.endpoint(listener)]]

@@ -26,7 +26,7 @@ TRANSACTIONS_UNSUPPORTED = "epoch-broker does not support transactions yet (no t
 
 def _locate(context: RequestContext[BrokerServices], key_type: int, key: str) -> tuple[ErrorCode, int, str, int]:
     if key_type == KEY_TYPE_GROUP:
-        return context.services.group_coordinator.find_coordinator(key)
+        return context.services.group_coordinator.find_coordinator(key, context.listener)
     if key_type == KEY_TYPE_TRANSACTION:
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1
     return ErrorCode.INVALID_REQUEST, -1, "", -1

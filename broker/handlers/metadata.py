@@ -52,8 +52,9 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         topics = [await _requested_topic(broker, wanted, auto_create, include_ops, version)
                   for wanted in request.topics]
     return Response(
-        brokers=[ResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                 for b in cache.listed_brokers(FENCED_BROKER_LINGER_S)],
+        brokers=[ResponseBroker(node_id=b.node_id, host=host, port=port, rack=b.rack)
+                 for b in cache.listed_brokers(FENCED_BROKER_LINGER_S)
+                 for host, port in [b.endpoint(context.listener)]],
         cluster_id=broker.cluster_id,
         controller_id=cache.controller_id,
         topics=topics,

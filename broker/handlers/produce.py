@@ -91,6 +91,7 @@ def _response(context: RequestContext[BrokerServices], results: list) -> Any:
             partitions.append(response)
         topics.append(TopicResponse(name=name, partition_responses=partitions))
     brokers = context.services.metadata.brokers
-    endpoints = [NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
-                 for node_id, b in brokers.items() if node_id in leaders]
+    endpoints = [NodeEndpoint(node_id=b.node_id, host=host, port=port, rack=b.rack)
+                 for node_id, b in brokers.items() if node_id in leaders
+                 for host, port in [b.endpoint(context.listener)]]
     return Response(responses=topics, node_endpoints=endpoints)

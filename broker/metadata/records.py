@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -28,7 +28,10 @@ class ClusterRecord:
 
 @dataclass(frozen=True, slots=True)
 class RegisterBrokerRecord:
-    """A broker (re)registered: each registration gets a new, higher broker_epoch."""
+    """A broker (re)registered: each registration gets a new, higher broker_epoch.
+
+    `host`:`port` is its inter-broker listener (where replicas fetch); `endpoints` every advertised listener,
+    name -> "host:port" (clients are told the endpoint of the listener they came in on)."""
 
     node_id: int
     broker_epoch: int
@@ -36,6 +39,16 @@ class RegisterBrokerRecord:
     host: str
     port: int
     rack: str | None = None
+    endpoints: dict[str, str] = field(default_factory=dict)
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """Where a client of `listener` reaches this broker (its registered address when it has no such
+        listener, as in a log written before listeners were recorded)."""
+        address = self.endpoints.get(listener)
+        if address is None:
+            return self.host, self.port
+        host, _, port = address.rpartition(":")
+        return host, int(port)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,9 @@ Rules:
   ApiVersions answered in v0) are protocol/connection.py's; a violation raises `CloseConnection`. A handler
   that meets a KafkaError from below (the controller refusing, a storage error) or an unreachable controller
   (ConnectionError) gets an answer with that code (REQUEST_TIMED_OUT for the latter) in every error field.
+- The SASL gate is protocol/connection.py's: a request it does not take before authentication is answered
+  ILLEGAL_SASL_STATE here and the connection closed after the answer; the handlers see the connection's
+  principal and listener in the context.
 - A request from a peer behind `fault.network.partition` (a broker's replica fetcher, or a client by client.id)
   closes its connection here, before anything else: to that peer the link is down. One from a peer with a
   `fault.network.delay` waits that long first.
@@ -33,7 +36,7 @@ from typing import Any, Generic, TypeVar
 
 from epoch_broker.broker.faults import NETWORK_PARTITION, peer_of
 from epoch_broker.broker.services import Services
-from epoch_broker.protocol.connection import ProtocolViolation, ServerConnection
+from epoch_broker.protocol.connection import ANONYMOUS, NotAuthenticated, ProtocolViolation, ServerConnection
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.schema import Api, Field
 from epoch_broker.protocol.versions import VersionRange
@@ -107,6 +110,9 @@ class RequestContext(Generic[S]):
     # Set when the client negotiated a version we do not serve (answered by the ApiVersions handler, KIP-511).
     unsupported: bool = False
     role: str = BROKER  # the dispatcher's: which APIs this process serves
+    listener: str = ""  # the name of the listener the request came in on
+    principal: str = ANONYMOUS  # who sent it (SASL or the TLS client certificate)
+    connection: ServerConnection | None = None  # its protocol state (the SASL handlers move it on)
 
 
 class CloseConnection(Exception):
@@ -169,19 +175,25 @@ class Dispatcher:
         self.ready = asyncio.Event()
         self.ready.set()
 
-    async def handle_frame(self, frame: bytearray, peer: str, connection: ServerConnection) -> list | None:
+    async def handle_frame(self, frame: bytearray, peer: str, connection: ServerConnection,
+                           listener: str = "") -> list | None:
         """Decode (by the connection's rules), run the handler, encode. Returns the framed response parts, or
         None when none is due."""
         try:
             registration, request = connection.receive_request(frame)
         except ProtocolViolation as exc:
             raise CloseConnection(str(exc)) from exc
+        except NotAuthenticated as exc:
+            log.warning("closing %s: %s", peer, exc)
+            return ServerConnection.encode_response(
+                exc.request, error_response(exc.served.api, exc.request.body, ErrorCode.ILLEGAL_SASL_STATE))
         assert isinstance(registration, Registration)
         api = registration.api
         if not self.ready.is_set():
             await self.ready.wait()
         context = RequestContext(api.key, request.api_version, request.correlation_id, request.client_id,
-                                 self.services, peer, request.unsupported, self.role)
+                                 self.services, peer, request.unsupported, self.role, listener,
+                                 connection.principal, connection)
         body = request.body
         if self.faults.partitioned_from or self.faults.delays_s:
             if self.faults.cut_off(peer_of(request.client_id)):

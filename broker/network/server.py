@@ -19,6 +19,10 @@ Rules:
   file-descriptor budget leaves (`connection_budget`: the open-files limit less what the logs hold and a
   headroom for checkpoints and the controller) is closed at once, with a WARNING at most once a second:
   connections never starve the logs of file descriptors.
+- Each listener is bound by `start`, with its TLS context and its SASL mechanisms (`Listener`). Under TLS
+  the bytes must go through the TLS layer, so file ranges are read with `os.pread` instead of sendfile (as
+  Kafka loses zero-copy under TLS). A TLS client certificate's subject is the connection's principal.
+- A connection whose answer ends it (a failed SASL authentication) is closed once that answer is written.
 - A connection with no traffic and nothing in flight for `connections.max.idle.ms` is closed. The idle timer
   is cancelled when the connection closes, so nothing keeps a closed connection in memory.
 """
@@ -29,22 +33,37 @@ import asyncio
 import collections
 import logging
 import os
-from collections.abc import Callable
+import ssl
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import CloseConnection, Dispatcher
-from epoch_broker.protocol.connection import ServerConnection
+from epoch_broker.broker.security.tls import principal_of
+from epoch_broker.protocol.connection import ANONYMOUS, SaslMechanism, ServerConnection
 from epoch_broker.protocol.framing import FrameDecoder, FrameError
 from epoch_broker.storage.file_records import FileRecords
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """What a connection on one listener needs: the listener's name, its TLS context, and the SASL mechanisms
+    it requires (name -> a factory of one exchange; None when it requires none)."""
+
+    name: str = "PLAINTEXT"
+    tls: ssl.SSLContext | None = None
+    sasl: Mapping[str, Callable[[], SaslMechanism]] | None = None
+
+
 class KafkaConnection(asyncio.Protocol):
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: KafkaServer, listener: Listener) -> None:
         self.server = server
+        self.listener = listener
         self.decoder = FrameDecoder(server.max_frame_size)
-        self.protocol = ServerConnection(server.dispatcher.registry)  # this connection's request rules
+        # this connection's request rules; remade with the principal once the TLS peer is known
+        self.protocol = ServerConnection(server.dispatcher.registry, listener.sasl)
         self.in_flight: asyncio.Task | None = None  # the one request being handled
         self.transport: Any = None
         self.socket_fd = -1
@@ -58,7 +77,11 @@ class KafkaConnection(asyncio.Protocol):
     def connection_made(self, transport: Any) -> None:  # uvloop's transports are not asyncio.Transport
         self.transport = transport
         sock = transport.get_extra_info("socket")
-        self.socket_fd = sock.fileno() if sock is not None else -1
+        # sendfile would put plaintext on a TLS connection: under TLS every byte goes through the transport
+        self.socket_fd = sock.fileno() if sock is not None and self.listener.tls is None else -1
+        if self.listener.tls is not None:
+            certificate = transport.get_extra_info("peercert")
+            self.protocol.principal = principal_of(certificate) if certificate else ANONYMOUS
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.ip = peer[0] if peer else "?"
@@ -114,8 +137,8 @@ class KafkaConnection(asyncio.Protocol):
         if frame is None:
             self.resume_requests()
             return
-        self.in_flight = self.server.loop.create_task(self.server.dispatcher.handle_frame(frame, self.peer,
-                                                                                          self.protocol))
+        self.in_flight = self.server.loop.create_task(self.server.dispatcher.handle_frame(
+            frame, self.peer, self.protocol, self.listener.name))
         self.in_flight.add_done_callback(self._on_done)
         if self.decoder.buffered and self._frame_waiting():
             self.pause_requests()
@@ -154,6 +177,10 @@ class KafkaConnection(asyncio.Protocol):
         parts = task.result()
         if parts is not None:
             self._write(parts)
+        if self.protocol.close_after_response:
+            log.info("closing %s: authentication failed or refused", self.peer)
+            self.close()
+            return
         self.last_activity = self.server.loop.time()
         if self.server.accepting:
             self._take_next()
@@ -239,15 +266,15 @@ class KafkaServer:
         self.refused = 0
         self.accepting = True  # False once stopping: requests in flight finish, no new one is taken
         self.loop = asyncio.get_running_loop()
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._drained: asyncio.Event | None = None
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
-        """Listen; returns the bound address (port 0 picks a free port)."""
-        self._server = await self.loop.create_server(
-            lambda: KafkaConnection(self), host, port, reuse_address=True, backlog=1024
-        )
-        address = self._server.sockets[0].getsockname()
+    async def start(self, host: str, port: int, listener: Listener = Listener()) -> tuple[str, int]:
+        """Listen on one listener; returns the bound address (port 0 picks a free port)."""
+        server = await self.loop.create_server(lambda: KafkaConnection(self, listener), host, port,
+                                               reuse_address=True, backlog=1024, ssl=listener.tls)
+        self._servers.append(server)
+        address = server.sockets[0].getsockname()
         return address[0], address[1]
 
     def admit(self, ip: str) -> str | None:
@@ -273,9 +300,10 @@ class KafkaServer:
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, let in-flight requests finish (up to `grace_s`), then close every connection."""
-        if self._server is None:
+        if not self._servers:
             return
-        self._server.close()
+        for server in self._servers:
+            server.close()
         self.accepting = False
         for connection in self.connections:
             connection.pause_requests()
@@ -287,4 +315,5 @@ class KafkaServer:
             log.warning("stopping with requests still in flight")
         for connection in list(self.connections):
             connection.close()
-        await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()

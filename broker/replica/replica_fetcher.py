@@ -32,7 +32,7 @@ from typing import Any
 from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.replica.partition import Partition
-from epoch_broker.client.aio import KafkaClient
+from epoch_broker.client.aio import PLAINTEXT, KafkaClient, Security
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.messages import fetch, offset_for_leader_epoch
 
@@ -71,12 +71,21 @@ def _key(partition: Partition) -> PartitionKey:
     return partition.topic_id, partition.index
 
 
+@dataclass(frozen=True, slots=True)
+class InterBrokerLink:
+    """How fetchers reach their sources: the inter-broker listener's name and this broker's login there."""
+
+    listener: str = "PLAINTEXT"
+    security: Security = PLAINTEXT
+
+
 class ReplicaFetcher:
     """Copies the partitions this broker follows on one source broker."""
 
     def __init__(self, source_id: int, node_id: int, metadata: MetadataCache, faults: BrokerFaults,
-                 broker_epoch: Callable[[], int]) -> None:
+                 broker_epoch: Callable[[], int], link: InterBrokerLink) -> None:
         self.source_id = source_id
+        self.link = link
         self._peer = str(source_id)  # how the network fault hooks name the source broker
         self.node_id = node_id
         self.metadata = metadata
@@ -137,7 +146,8 @@ class ReplicaFetcher:
         source = self.metadata.brokers.get(self.source_id)
         if source is None:
             raise ConnectionError(f"broker {self.source_id} is not registered")
-        client = KafkaClient(source.host, source.port, f"replica-fetcher-{self.node_id}")
+        host, port = source.endpoint(self.link.listener)
+        client = KafkaClient(host, port, f"replica-fetcher-{self.node_id}", self.link.security)
         try:
             await client.open()
             await asyncio.wait_for(client.negotiate(), REQUEST_TIMEOUT_S)
@@ -286,8 +296,9 @@ class ReplicaFetchers:
     """Every fetcher of this broker, by source broker."""
 
     def __init__(self, node_id: int, metadata: MetadataCache, faults: BrokerFaults,
-                 broker_epoch: Callable[[], int]) -> None:
+                 broker_epoch: Callable[[], int], link: InterBrokerLink) -> None:
         self.node_id = node_id
+        self.link = link
         self.metadata = metadata
         self.faults = faults
         self.broker_epoch = broker_epoch
@@ -303,7 +314,7 @@ class ReplicaFetchers:
         fetcher = self.fetchers.get(source)
         if fetcher is None:
             fetcher = self.fetchers[source] = ReplicaFetcher(source, self.node_id, self.metadata, self.faults,
-                                                             self.broker_epoch)
+                                                             self.broker_epoch, self.link)
         fetcher.add(partition)
         self._sources[_key(partition)] = source
 

@@ -34,7 +34,8 @@ from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.metadata.image import MetadataCache, TopicState
 from epoch_broker.broker.metadata.records import RemoveTopicRecord
 from epoch_broker.broker.replica.partition import FetchResult, Partition
-from epoch_broker.broker.replica.replica_fetcher import ReplicaFetchers
+from epoch_broker.broker.replica.replica_fetcher import InterBrokerLink, ReplicaFetchers
+from epoch_broker.broker.security.listeners import client_security
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.records import iter_batches, iter_records
 from epoch_broker.storage.log import LONG_MAX, LogConfig
@@ -83,7 +84,9 @@ class ReplicaManager:
         self.partitions_by_topic_id: dict[bytes, dict[int, Partition]] = {}
         self.stopping = False  # set at shutdown: long polls answer at once
         self.may_open_log: Callable[[], bool] = lambda: True  # the broker's file budget, once it is known
-        self.fetchers = ReplicaFetchers(self.node_id, metadata, faults, broker_epoch)
+        self.fetchers = ReplicaFetchers(self.node_id, metadata, faults, broker_epoch, InterBrokerLink(
+            config.inter_broker_listener, client_security(config, config.inter_broker_listener,
+                                                          config.sasl_mechanism_inter_broker_protocol)))
         self._isr_check: asyncio.Task | None = None  # started when a replicated partition is first led here
         self._alter_tasks: set[asyncio.Task] = set()
 

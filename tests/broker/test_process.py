@@ -182,13 +182,23 @@ def test_environment_errors_exit_2_with_one_line_naming_them_and_no_traceback(tm
 def test_a_listener_it_cannot_serve_as_asked_is_refused_at_start_never_served_as_plaintext(tmp_path: Path) -> None:
     data = f"log.dirs={tmp_path / 'data'}"
     cases = {
-        "SSL://127.0.0.1:0 uses security protocol SSL, which this broker does not support yet": [
-            "listeners=SSL://127.0.0.1:0"],
-        "EXTERNAL://127.0.0.1:0 uses security protocol SASL_SSL": [
+        "listener SSL uses SSL but has no certificate: set ssl.keystore.location": ["listeners=SSL://127.0.0.1:0"],
+        "listener EXTERNAL uses SASL_SSL but has no certificate": [
             "listeners=EXTERNAL://127.0.0.1:0", "listener.security.protocol.map=EXTERNAL:SASL_SSL"],
         "listener INTERNAL has no security protocol": ["listeners=INTERNAL://127.0.0.1:0"],
-        "2 listeners given, but binding more than one is not supported yet": [
-            "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"],
+        "sasl.enabled.mechanisms for listener SASL_PLAINTEXT: GSSAPI,OAUTHBEARER not supported": [
+            "listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=GSSAPI,OAUTHBEARER"],
+        "listener.security.protocol.map: unknown security protocol in A:TLS": [
+            "listeners=A://127.0.0.1:0", "listener.security.protocol.map=A:TLS"],
+        "listeners: two listeners share a port": ["listeners=PLAINTEXT://127.0.0.1:9,B://127.0.0.1:9",
+                                                  "listener.security.protocol.map=B:PLAINTEXT"],
+        "ssl.keystore.location /nonexistent.pem: not a readable file": [
+            "listeners=SSL://127.0.0.1:0", "ssl.keystore.location=/nonexistent.pem"],
+        "listener.name.plaintext.plain.sasl.jaas.config: JAAS config entry not terminated by semi-colon": [
+            "listener.name.plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+            "required user_a=\"b\""],
+        "listener.name.outside.ssl.client.auth: no listener named OUTSIDE": [
+            "listener.name.outside.ssl.client.auth=none"],
     }
     for message, overrides in cases.items():
         _assert_one_line_and_2(tmp_path, ["serve", *[arg for item in [*overrides, data]

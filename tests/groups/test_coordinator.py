@@ -61,9 +61,8 @@ class FakeReplicaManager:
 class FakeBroker:
     def __init__(self, **config: Any) -> None:
         self.config = BrokerConfig(**{"offsets_topic_num_partitions": 3, "group_initial_rebalance_delay_ms": 0,
-                                      **config})
+                                      "listeners": (Endpoint("PLAINTEXT", "127.0.0.1", 19092),), **config})
         self.node_id = 0
-        self.advertised = Endpoint("PLAINTEXT", "127.0.0.1", 19092)
         self.metadata = MetadataCache()
         self.replica_manager = FakeReplicaManager(self.metadata)
         self.metadata_subscribers: list[Any] = []
@@ -166,7 +165,7 @@ def test_group_partition_matches_javas_string_hashcode() -> None:
 
 
 async def test_find_coordinator_names_this_broker_as_leader_of_the_offsets_partition(coordinator: Any) -> None:
-    assert coordinator.find_coordinator("g") == (ErrorCode.NONE, 0, "127.0.0.1", 19092)
+    assert coordinator.find_coordinator("g", "PLAINTEXT") == (ErrorCode.NONE, 0, "127.0.0.1", 19092)
 
 
 # -- joining -------------------------------------------------------------------------------------------------

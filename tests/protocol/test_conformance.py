@@ -30,9 +30,11 @@ SPEC_DIR = Path(
 pytestmark = pytest.mark.skipif(not SPEC_DIR.is_dir(), reason=f"Kafka protocol reference not found at {SPEC_DIR}")
 
 # APIs declared from apache/kafka's JSON but absent from the reference folder (see each module's docstring).
-NO_REFERENCE = {33: "AlterConfigs", 42: "DeleteGroups", 43: "ElectLeaders", 44: "IncrementalAlterConfigs",
-                45: "AlterPartitionReassignments", 46: "ListPartitionReassignments", 47: "OffsetDelete",
-                56: "AlterPartition", 64: "UnregisterBroker", 67: "AllocateProducerIds"}
+NO_REFERENCE = {29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls", 33: "AlterConfigs", 42: "DeleteGroups",
+                43: "ElectLeaders", 44: "IncrementalAlterConfigs", 45: "AlterPartitionReassignments",
+                46: "ListPartitionReassignments", 47: "OffsetDelete", 50: "DescribeUserScramCredentials",
+                51: "AlterUserScramCredentials", 56: "AlterPartition", 64: "UnregisterBroker",
+                67: "AllocateProducerIds"}
 
 # Deliberate additions to Kafka's schemas: (message name, dotted field path) -> why.
 EXTENSIONS = {

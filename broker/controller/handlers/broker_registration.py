@@ -39,8 +39,9 @@ def handle(context: RequestContext[ControllerServices], request: Any) -> Any:
         return Response(error_code=ErrorCode.INVALID_REQUEST)
     listener = request.listeners[0]
     try:
-        epoch = server.controller.register_broker(request.broker_id, request.incarnation_id, listener.host,
-                                                  listener.port, request.rack)
+        epoch = server.controller.register_broker(
+            request.broker_id, request.incarnation_id, listener.host, listener.port, request.rack,
+            {entry.name: f"{entry.host}:{entry.port}" for entry in request.listeners})
     except RegistrationRefused as refused:
         return Response(error_code=refused.error)
     # A broker killed within its first heartbeat interval would otherwise keep its whole session (a failover of

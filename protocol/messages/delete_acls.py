@@ -1,0 +1,56 @@
+"""API 31 · v0-3 · flexible 2+ · DeleteAcls
+
+Deletes every ACL binding that matches each filter, and answers per filter with the bindings it matched
+(the codes are in describe_acls.py).
+
+Versions: v1 adds the pattern type (filter and matching ACL; at v0 it is not on the wire and decodes as 3,
+LITERAL), v2 is the first flexible version, v3 only allows the USER resource type (7): no wire change. Kafka
+3.9 marks request v0 deprecated (KIP-896; 4.0 drops it).
+
+Clients: the admin clients: confluent-kafka/librdkafka AdminClient.delete_acls, kafka-python
+KafkaAdminClient.delete_acls, kafkajs admin.deleteAcls; kafka-acls.sh --remove.
+The reference folder has no JSON for this API: the fields follow apache/kafka's DeleteAclsRequest.json /
+DeleteAclsResponse.json at 3.9.0 (v0-3, flexible from 2), so the spec conformance test lists it as an API
+without a reference file.
+"""
+
+from epoch_broker.protocol.schema import Api, Field, Message
+
+REQUEST = Message(
+    "DeleteAclsRequest", api_key=31, kind="request", versions="0-3", flexible="2+",
+    fields=[
+        Field("filters", "[]DeleteAclsFilter", "0+", fields=[
+            Field("resource_type_filter", "int8", "0+"),
+            Field("resource_name_filter", "string", "0+", nullable="0+"),
+            Field("pattern_type_filter", "int8", "1+", default=3),
+            Field("principal_filter", "string", "0+", nullable="0+"),
+            Field("host_filter", "string", "0+", nullable="0+"),
+            Field("operation", "int8", "0+"),
+            Field("permission_type", "int8", "0+"),
+        ]),
+    ],
+)
+
+RESPONSE = Message(
+    "DeleteAclsResponse", api_key=31, kind="response", versions="0-3", flexible="2+",
+    fields=[
+        Field("throttle_time_ms", "int32", "0+"),
+        Field("filter_results", "[]DeleteAclsFilterResult", "0+", fields=[
+            Field("error_code", "int16", "0+"),
+            Field("error_message", "string", "0+", nullable="0+"),
+            Field("matching_acls", "[]DeleteAclsMatchingAcl", "0+", fields=[
+                Field("error_code", "int16", "0+"),
+                Field("error_message", "string", "0+", nullable="0+"),
+                Field("resource_type", "int8", "0+"),
+                Field("resource_name", "string", "0+"),
+                Field("pattern_type", "int8", "1+", default=3),
+                Field("principal", "string", "0+"),
+                Field("host", "string", "0+"),
+                Field("operation", "int8", "0+"),
+                Field("permission_type", "int8", "0+"),
+            ]),
+        ]),
+    ],
+)
+
+API = Api(REQUEST, RESPONSE)
