@@ -51,8 +51,8 @@ from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.network.dispatch import Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
 from epoch_broker.broker.replica.replica_manager import ReplicaManager, log_config_for
-from epoch_broker.broker.security.listeners import bind_listeners, credentials_from_config
-from epoch_broker.broker.security.sasl import CredentialStore
+from epoch_broker.broker.security import authorization
+from epoch_broker.broker.security.listeners import add_config_users, bind_listeners
 from epoch_broker.protocol.errors import KafkaError
 from epoch_broker.storage.fs import FileSystem
 from epoch_broker.storage.log_manager import FILES_PER_SEGMENT, LogManager
@@ -83,7 +83,6 @@ class Broker:
         self.server: KafkaServer | None = None
         self.file_budget: FileBudget | None = None  # the open-files limit, known at start
         self.dispatcher: Dispatcher | None = None
-        self.credentials = CredentialStore()  # who may log in on SASL listeners: read from the config at start
         self._producer_ids = iter(())
         self._maintenance: asyncio.Task | None = None
         self._unattached: list[Any] | None = []  # records applied before registration; None once attached
@@ -128,7 +127,8 @@ class Broker:
         """Start everything; returns the endpoint clients should use (with the real port if 0 was asked)."""
         config = self.config
         check_usable([config.data_dir, *config.log_dirs])
-        self.credentials = credentials_from_config(config)
+        add_config_users(config, self.metadata.credentials)
+        authorization.configure(config, self.metadata.acls)
         if self._channel is None:
             if "controller" in config.process_roles:
                 check_metadata_log_present(config.data_dir)
@@ -169,7 +169,7 @@ class Broker:
                                   max_connections_per_ip=config.max_connections_per_ip,
                                   connection_budget=self.file_budget.connections_allowed)
         # a listener asked on port 0 gets the kernel's choice: every later reader of the config sees it
-        self.config = config = await bind_listeners(self.server, config, self.credentials)
+        self.config = config = await bind_listeners(self.server, config, self.metadata.credentials)
         self._replica_manager.config = config
         advertised = config.advertised_endpoints()
         try:

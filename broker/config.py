@@ -18,6 +18,11 @@ Project keys (not Kafka's):
   Off, a `fault.*` change answers INVALID_CONFIG and nothing happens: no client can pause replication or cut
   the power of a broker it reaches. The cluster launcher, the drill and the test kit turn it on for the
   clusters they start (`epoch-broker cluster --no-fault-hooks` leaves it off).
+- `cluster.secret` (text, default empty; also from the environment variable EPOCH_BROKER_CLUSTER_SECRET, which
+  keeps it out of `ps`): the brokers and the controller of a cluster log in to each other with it (SCRAM-SHA-512
+  as the user `epoch-broker`, on SASL listeners that accept it) and that principal alone may send what only
+  brokers send (the controller's APIs, replica fetches), even with no authorizer. `epoch-broker cluster`, the
+  drill and the test kit generate one per cluster (broker/security/, drill/launcher.py).
 - `cluster.max.partitions` (default 50000): CreateTopics and CreatePartitions that would take the cluster
   past it get POLICY_VIOLATION, checked before anything is allocated (as is Kafka's limit of 10000 new
   partitions per request).
@@ -34,6 +39,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from epoch_broker.broker.security.acl import parse_super_users
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +131,23 @@ def _names(text: str) -> tuple[str, ...]:
 _names.expected = "a comma-separated list of names"  # type: ignore[attr-defined]
 
 
+def _secret(text: str) -> str:
+    if text.strip() and len(text.strip()) < MIN_SECRET_LENGTH:
+        raise ValueError
+    return text.strip()
+
+
+_secret.expected = "at least 16 characters, or empty"  # type: ignore[attr-defined]
+
+
+def _super_users(text: str) -> str:
+    parse_super_users(text)  # the one parser of principals
+    return text.strip()
+
+
+_super_users.expected = "principals like User:admin;User:broker"  # type: ignore[attr-defined]
+
+
 def _dirs(text: str) -> tuple[str, ...]:
     dirs = tuple(os.path.abspath(d.strip()) for d in text.split(",") if d.strip())
     if not dirs:
@@ -169,6 +193,14 @@ def _scaled(parse: Callable[[str], int], factor: int) -> Callable[[str], int]:
     return scaled
 
 
+MIN_SECRET_LENGTH = 16
+CLUSTER_SECRET_ENV = "EPOCH_BROKER_CLUSTER_SECRET"  # how launchers pass cluster.secret (not in argv: ps shows it)
+BROKER_USER = "epoch-broker"  # the SASL user brokers and the controller log in as with cluster.secret
+BROKER_PRINCIPAL = f"User:{BROKER_USER}"
+
+# The standard ACL authorizer under both of Kafka's names (ZooKeeper-era and KRaft): broker/security/acl.py.
+AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")
+
 # Kafka key -> (BrokerConfig attribute, parser). Several keys may feed one attribute (aliases).
 KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "node.id": ("node_id", _int(0)),
@@ -193,6 +225,10 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "ssl.truststore.certificates": ("ssl_truststore_certificates", _text),
     "ssl.client.auth": ("ssl_client_auth", _choice("none", "requested", "required")),
     "ssl.endpoint.identification.algorithm": ("ssl_endpoint_identification_algorithm", _choice("https", "")),
+    "cluster.secret": ("cluster_secret", _secret),
+    "authorizer.class.name": ("authorizer_class_name", _choice("", *AUTHORIZERS)),
+    "super.users": ("super_users", _super_users),
+    "allow.everyone.if.no.acl.found": ("allow_everyone_if_no_acl_found", _bool),
     "log.dirs": ("log_dirs", _dirs),
     "log.dir": ("log_dirs", _dirs),
     "num.partitions": ("num_partitions", _int(1)),
@@ -260,6 +296,10 @@ class BrokerConfig:
     ssl_truststore_certificates: str = ""
     ssl_client_auth: str = "none"
     ssl_endpoint_identification_algorithm: str = "https"
+    cluster_secret: str = ""  # what brokers and the controller log in to each other with (empty: none)
+    authorizer_class_name: str = ""  # empty: no authorizer, every request allowed (Kafka's default)
+    super_users: str = ""  # "User:a;User:b"
+    allow_everyone_if_no_acl_found: bool = False
     # `listener.name.<listener>.<key>` settings (lower-case listener name, as Kafka spells them), in order:
     # a listener's own value of an ssl.* or sasl key, and its `<mechanism>.sasl.jaas.config`.
     listener_settings: tuple[tuple[str, str], ...] = ()
@@ -357,7 +397,7 @@ class BrokerConfig:
 
 
 # Keys whose values DescribeConfigs never shows (Kafka's PASSWORD type): null, with is_sensitive set.
-SENSITIVE_KEYS = frozenset({"ssl.key.password", "ssl.keystore.key"})
+SENSITIVE_KEYS = frozenset({"ssl.key.password", "ssl.keystore.key", "cluster.secret"})
 
 # Kafka's ConfigSource codes, as DescribeConfigs and CreateTopics (v5+) report where a value comes from.
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
@@ -490,7 +530,10 @@ def _check_listeners(config: BrokerConfig) -> None:
 
 
 def load_config(properties_path: str | None, overrides: list[str]) -> BrokerConfig:
+    """The properties file, then the cluster secret from the environment, then each override."""
     pairs = read_properties(properties_path) if properties_path else []
+    if secret := os.environ.get(CLUSTER_SECRET_ENV):
+        pairs.append(("cluster.secret", secret))
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep:

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from epoch_broker.broker.controller.controller import Controller, NewTopic, PartitionChangeResult, TopicResult
+from epoch_broker.broker.security.acl import AclBinding, AclBindingFilter
+from epoch_broker.broker.security.wire import scram_changes
 from epoch_broker.protocol.errors import ErrorCode
 
 OnRecords = Callable[[list[Any]], None]
@@ -42,6 +44,16 @@ class ControllerChannel(Protocol):
     async def alter_topic_configs(self, name: str, changes: dict[str, str | None],
                                   validate_only: bool) -> tuple[ErrorCode, str | None]:
         """Set (a value) or delete (None) topic configs; returns once this broker's metadata has the change."""
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[tuple[ErrorCode, str | None]]:
+        """One result per binding; returns once this broker's metadata has the created ones."""
+
+    async def delete_acls(self, filters: list[AclBindingFilter]
+                          ) -> list[tuple[ErrorCode, str | None, list[AclBinding]]]:
+        """One result per filter with the bindings it deleted; returns once this broker's metadata has lost them."""
+
+    async def alter_scram_credentials(self, request: Any) -> dict[str, tuple[ErrorCode, str | None]]:
+        """AlterUserScramCredentials: per user, NONE or why not; returns once this broker's metadata has them."""
 
     async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:
         """(first id, count) of a block of never-used producer ids."""
@@ -97,6 +109,16 @@ class EmbeddedChannel:
     async def alter_topic_configs(self, name: str, changes: dict[str, str | None],
                                   validate_only: bool) -> tuple[ErrorCode, str | None]:
         return self.controller.alter_topic_configs(name, changes, validate_only)
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[tuple[ErrorCode, str | None]]:
+        return self.controller.create_acls(bindings)
+
+    async def delete_acls(self, filters: list[AclBindingFilter]
+                          ) -> list[tuple[ErrorCode, str | None, list[AclBinding]]]:
+        return self.controller.delete_acls(filters)
+
+    async def alter_scram_credentials(self, request: Any) -> dict[str, tuple[ErrorCode, str | None]]:
+        return self.controller.alter_scram_credentials(*scram_changes(request))
 
     async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:
         return self.controller.allocate_producer_ids(node_id)

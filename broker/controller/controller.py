@@ -42,17 +42,23 @@ from epoch_broker.broker.config import TOPIC_CONFIGS, BrokerConfig, topic_config
 from epoch_broker.broker.controller.store import MetadataStore
 from epoch_broker.broker.metadata.image import MetadataCache, PartitionState, TopicState
 from epoch_broker.broker.metadata.records import (
+    AccessControlEntryRecord,
     BrokerFenceRecord,
     ClusterRecord,
     PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicConfigRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
+from epoch_broker.broker.security.acl import AclBinding, AclBindingFilter, validate_binding, validate_filter
+from epoch_broker.broker.security.sasl import ScramCredential
 from epoch_broker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -663,6 +669,78 @@ class Controller:
             self._commit([TopicConfigRecord(topic.topic_id, configs)])
             log.info("topic %s configs now %s", name, configs)
         return ErrorCode.NONE, None
+
+    # -- ACLs and SCRAM credentials ------------------------------------------------------------------
+
+    def create_acls(self, bindings: list[AclBinding]) -> list[tuple[ErrorCode, str | None]]:
+        """One result per binding; an existing binding is a success that writes nothing (ACLs are a set)."""
+        results: list[tuple[ErrorCode, str | None]] = []
+        created: dict[AclBinding, None] = {}
+        for binding in bindings:
+            if (problem := validate_binding(binding)) is not None:
+                results.append((ErrorCode.INVALID_REQUEST, problem))
+                continue
+            if binding not in self.image.acls:
+                created[binding] = None
+            results.append((ErrorCode.NONE, None))
+        if created:
+            self._commit([AccessControlEntryRecord(binding.to_dict()) for binding in created])
+            log.info("created %d ACL bindings", len(created))
+        return results
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> list[tuple[ErrorCode, str | None, list[AclBinding]]]:
+        """One result per filter, with the bindings it matched (a binding two filters match is deleted once)."""
+        results: list[tuple[ErrorCode, str | None, list[AclBinding]]] = []
+        deleted: dict[AclBinding, None] = {}
+        for binding_filter in filters:
+            if (problem := validate_filter(binding_filter)) is not None:
+                results.append((ErrorCode.INVALID_REQUEST, problem, []))
+                continue
+            matched = [binding for binding in self.image.acls if binding_filter.matches(binding)]
+            deleted.update(dict.fromkeys(matched))
+            results.append((ErrorCode.NONE, None, matched))
+        if deleted:
+            self._commit([RemoveAccessControlEntryRecord(binding.to_dict()) for binding in deleted])
+            log.info("deleted %d ACL bindings", len(deleted))
+        return results
+
+    def alter_scram_credentials(self, deletions: list[tuple[str, str]],
+                                upsertions: list[tuple[str, ScramCredential | str]]
+                                ) -> dict[str, tuple[ErrorCode, str | None]]:
+        """KIP-554: per user, NONE or why not. An upsertion is (user, credential), or (user, why it is not
+        one) when the request's values could not make one. A user named twice for one mechanism, or a
+        deletion of a credential that does not exist, fails that user; a user with any failure changes nothing."""
+        results: dict[str, tuple[ErrorCode, str | None]] = {}
+        seen: set[tuple[str, str]] = set()
+        records: dict[str, list[Any]] = {}
+
+        def fail(user: str, error: ErrorCode, message: str) -> None:
+            results.setdefault(user, (error, message))
+
+        for user, mechanism in deletions:
+            if (user, mechanism) in seen:
+                fail(user, ErrorCode.DUPLICATE_RESOURCE, f"a credential for {user} and {mechanism} appears twice")
+            elif self.image.credentials.scram(user, mechanism) is None:
+                fail(user, ErrorCode.RESOURCE_NOT_FOUND, f"no {mechanism} credential for user {user}")
+            seen.add((user, mechanism))
+            records.setdefault(user, []).append(RemoveUserScramCredentialRecord(user, mechanism))
+        for user, credential in upsertions:
+            if isinstance(credential, str):
+                fail(user, ErrorCode.UNACCEPTABLE_CREDENTIAL, credential)
+                continue
+            if (user, credential.mechanism) in seen:
+                fail(user, ErrorCode.DUPLICATE_RESOURCE,
+                     f"a credential for {user} and {credential.mechanism} appears twice")
+            seen.add((user, credential.mechanism))
+            records.setdefault(user, []).append(UserScramCredentialRecord(
+                user, credential.mechanism, credential.salt, credential.stored_key, credential.server_key,
+                credential.iterations))
+        committed = [record for user, changes in records.items() if user not in results for record in changes]
+        if committed:
+            self._commit(committed)
+            log.info("altered %d SCRAM credentials", len(committed))
+        return {user: results.get(user, (ErrorCode.NONE, None)) for user in dict.fromkeys(
+            [user for user, _ in deletions] + [user for user, _ in upsertions])}
 
     # -- producer ids -------------------------------------------------------------------------------
 

@@ -31,6 +31,8 @@ from epoch_broker.broker.controller.controller import NewTopic, PartitionChangeR
 from epoch_broker.broker.faults import CONTROLLER_PEER, NETWORK_PARTITION, BrokerFaults
 from epoch_broker.broker.metadata import metadata_log
 from epoch_broker.broker.metadata.image import MetadataCache
+from epoch_broker.broker.security import wire
+from epoch_broker.broker.security.acl import AclBinding, AclBindingFilter
 from epoch_broker.broker.security.listeners import client_security
 from epoch_broker.client.aio import KafkaClient, Security
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
@@ -38,10 +40,13 @@ from epoch_broker.protocol.messages import (
     allocate_producer_ids,
     alter_partition,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     broker_heartbeat,
     broker_registration,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_topics,
     describe_cluster,
     elect_leaders,
@@ -350,6 +355,44 @@ class RemoteChannel:
 
             await self._until(applied, f"the configs of topic {name}")
         return error, result.error_message
+
+    async def create_acls(self, bindings: list[AclBinding]) -> list[tuple[ErrorCode, str | None]]:
+        response = await self._write(create_acls.API, create_acls.REQUEST.cls(
+            creations=[wire.creation_of(binding) for binding in bindings]))
+        results = [(ErrorCode(r.error_code), r.error_message) for r in response.results]
+        created = [binding for binding, (error, _) in zip(bindings, results, strict=True) if error == ErrorCode.NONE]
+        await self._until(lambda: all(binding in self.metadata.acls for binding in created), "the created ACLs")
+        return results
+
+    async def delete_acls(self, filters: list[AclBindingFilter]
+                          ) -> list[tuple[ErrorCode, str | None, list[AclBinding]]]:
+        response = await self._write(delete_acls.API, delete_acls.REQUEST.cls(
+            filters=[wire.filter_to_wire(binding_filter) for binding_filter in filters]))
+        results = [(ErrorCode(r.error_code), r.error_message,
+                    [wire.binding_from_matching_acl(m) for m in r.matching_acls]) for r in response.filter_results]
+        deleted = [binding for _, _, matched in results for binding in matched]
+        await self._until(lambda: not any(binding in self.metadata.acls for binding in deleted), "the deleted ACLs")
+        return results
+
+    async def alter_scram_credentials(self, request: Any) -> dict[str, tuple[ErrorCode, str | None]]:
+        response = await self._write(alter_user_scram_credentials.API, request)
+        results = {r.user: (ErrorCode(r.error_code), r.error_message) for r in response.results}
+        store = self.metadata.credentials
+
+        def applied() -> bool:
+            for deletion in request.deletions:
+                mechanism = wire.SCRAM_MECHANISM_NAMES.get(deletion.mechanism, "")
+                if results[deletion.name][0] == ErrorCode.NONE and store.scram(deletion.name, mechanism) is not None:
+                    return False
+            for upsertion in request.upsertions:
+                if results[upsertion.name][0] == ErrorCode.NONE:
+                    held = store.scram(upsertion.name, wire.SCRAM_MECHANISM_NAMES[upsertion.mechanism])
+                    if held is None or held.salt != upsertion.salt:
+                        return False
+            return True
+
+        await self._until(applied, "the altered SCRAM credentials")
+        return results
 
     async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:
         response = await self._write(allocate_producer_ids.API, allocate_producer_ids.REQUEST.cls(

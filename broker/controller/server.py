@@ -29,8 +29,8 @@ from epoch_broker.broker.log_dirs import check_metadata_log_present, claim_log_d
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.network.dispatch import CONTROLLER, Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
-from epoch_broker.broker.security.listeners import bind_listeners, credentials_from_config
-from epoch_broker.broker.security.sasl import CredentialStore
+from epoch_broker.broker.security import authorization
+from epoch_broker.broker.security.listeners import add_config_users, bind_listeners
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,6 @@ class ControllerServer:
         self._last_check = 0.0  # loop time of the last liveness check (a long gap: this process was stopped)
         self._grace_timers: set[asyncio.TimerHandle] = set()  # liveness checks ending disconnect graces
         self.disconnect_grace_s = 2 * config.broker_heartbeat_interval_ms / 1000
-        self.credentials = CredentialStore()  # who may log in on SASL listeners: read from the config at start
 
     @property
     def cluster_id(self) -> str:
@@ -63,7 +62,8 @@ class ControllerServer:
 
     async def start(self) -> Endpoint:
         os.makedirs(self.config.data_dir, exist_ok=True)
-        self.credentials = credentials_from_config(self.config)
+        add_config_users(self.config, self.metadata.credentials)
+        authorization.configure(self.config, self.metadata.acls)
         try:
             self.controller.start()
         except CorruptMetadataLog as exc:
@@ -73,7 +73,11 @@ class ControllerServer:
         dispatcher = Dispatcher(self, role=CONTROLLER)
         self.server = KafkaServer(dispatcher, self.config.socket_request_max_bytes,
                                   self.config.connections_max_idle_ms, on_disconnect=self._on_disconnect)
-        self.config = await bind_listeners(self.server, self.config, self.credentials)
+        self.config = await bind_listeners(self.server, self.config, self.metadata.credentials)
+        if not self.config.cluster_secret and not self.config.authorizer_class_name:
+            log.warning("no cluster.secret and no authorizer: any client that reaches this controller can register "
+                        "as a broker, fence brokers and change partition leadership (start it with cluster.secret, "
+                        "as `epoch-broker cluster` does, or configure SASL and an authorizer)")
         self._last_check = asyncio.get_running_loop().time()
         self._liveness = asyncio.create_task(self._check_liveness())
         log.info("controller %d serving %d metadata records", self.node_id, self.controller.end_offset)

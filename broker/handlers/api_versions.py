@@ -1,7 +1,7 @@
 """ApiVersions · v0-4 · the first request on every connection.
 
-Behaviour: lists every API with a registered handler and the versions it serves (`dispatch.supported_versions`),
-so the broker never advertises what it does not implement.
+Behaviour: lists every API with a registered handler and the versions it serves (`dispatch.supported_versions`), so
+the broker never advertises what it does not implement. Answered to anyone: no ACL is checked (as in Kafka).
 Version notes: a request version above 4 gets UNSUPPORTED_VERSION with the list in a v0 body (KIP-511), and
 the client retries with a version we list. v3+ carries the client's software name and version: logged.
 Skipped: supported_features, finalized_features and zk_migration_ready are left at their defaults, so the

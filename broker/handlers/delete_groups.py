@@ -1,7 +1,8 @@
 """DeleteGroups · v0-2 · delete empty groups and all their committed offsets (KIP-229).
 
-Behaviour: GROUP_ID_NOT_FOUND for a group unknown here, NON_EMPTY_GROUP while it has members; otherwise the
-group and its offsets are tombstoned in `__consumer_offsets` and forgotten.
+Behaviour: needs DELETE on each group (GROUP_AUTHORIZATION_FAILED, not deleted). GROUP_ID_NOT_FOUND for a group
+unknown here, NON_EMPTY_GROUP while it has members; otherwise the group and its offsets are tombstoned in
+`__consumer_offsets` and forgotten.
 Skipped: nothing.
 """
 
@@ -10,14 +11,19 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.security.acl import AclOperation, ResourceType
+from epoch_broker.broker.security.authorization import authorized_names
 from epoch_broker.broker.services import BrokerServices
+from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import delete_groups as messages
 
 
 @handles(messages.API, "0-2")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
-    coordinator = context.services.group_coordinator
+    deletable = authorized_names(context, AclOperation.DELETE, ResourceType.GROUP, request.groups_names)
     return messages.RESPONSE.cls(results=[
-        messages.RESPONSE.DeletableGroupResult(group_id=g, error_code=await coordinator.delete_group(g))
+        messages.RESPONSE.DeletableGroupResult(
+            group_id=g, error_code=await context.services.group_coordinator.delete_group(g) if g in deletable
+            else ErrorCode.GROUP_AUTHORIZATION_FAILED)
         for g in request.groups_names
     ])

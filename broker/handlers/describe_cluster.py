@@ -1,18 +1,21 @@
 """DescribeCluster · v0-1 · cluster id, controller id and the registered brokers.
 
-Behaviour: kafka-python's admin `describe_cluster()` uses it when advertised. Cluster authorized operations are
-INT32_MIN unless asked for, then everything (no ACLs).
+Behaviour: kafka-python's admin `describe_cluster()` uses it when advertised. Answered to anyone, as a Kafka
+broker does: DESCRIBE on the cluster only decides cluster_authorized_operations, INT32_MIN unless asked for, then
+the operations the principal may do on the cluster (every one with no authorizer), or 0 without DESCRIBE.
 Version notes: v1 endpoint_type: only brokers (1); asking for controllers (2) answers
 UNSUPPORTED_ENDPOINT_TYPE: controllers are not listed (the broker-to-controller address is configured).
 Also served by a controller-only process (the launcher and brokers ask it for its id).
+Skipped: Kafka's controller answers it only to ALTER on the cluster; a controller-only process here answers as a
+broker does.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from epoch_broker.broker.handlers.metadata import CLUSTER_OPERATIONS, NO_OPERATIONS
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.broker.security.authorization import cluster_authorized_operations
 from epoch_broker.broker.services import Services
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import describe_cluster
@@ -34,6 +37,6 @@ def handle(context: RequestContext[Services], request: Any) -> Any:
         controller_id=broker.metadata.controller_id,
         brokers=[Broker(broker_id=b.node_id, host=host, port=port, rack=b.rack)
                  for b in broker.metadata.live_brokers.values() for host, port in [b.endpoint(context.listener)]],
-        cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
-                                       else NO_OPERATIONS),
+        cluster_authorized_operations=cluster_authorized_operations(context,
+                                                                    request.include_cluster_authorized_operations),
     )

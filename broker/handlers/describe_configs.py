@@ -1,12 +1,13 @@
 """DescribeConfigs · v0-4 · the settings of a topic or of this broker.
 
-Behaviour: resource type 2 (topic): every topic-level key the broker honours, with the topic's override
-(source DYNAMIC_TOPIC_CONFIG) or the broker default (DEFAULT_CONFIG); UNKNOWN_TOPIC_OR_PARTITION for an
-unknown topic. Type 4 (broker, named by its node id, or "" for any): every broker key it honours, from the
-properties file and overrides (STATIC_BROKER_CONFIG), and the fault hooks in force (`fault.*`, set with
-IncrementalAlterConfigs: DYNAMIC_BROKER_CONFIG, as Kafka reports dynamic broker configs). configuration_keys
-narrows the list. Other resource
-types: INVALID_REQUEST.
+Behaviour: needs DESCRIBE_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or, for a broker, on the cluster
+(else CLUSTER_AUTHORIZATION_FAILED), checked per resource before anything else; a refused resource is answered
+without configs. Resource type 2 (topic): every topic-level key the broker honours, with the topic's override
+(source DYNAMIC_TOPIC_CONFIG) or the broker default (DEFAULT_CONFIG); UNKNOWN_TOPIC_OR_PARTITION for an unknown
+topic. Type 4 (broker, named by its node id, or "" for any): every broker key it honours, from the properties file
+and overrides (STATIC_BROKER_CONFIG), and the fault hooks in force (`fault.*`, set with IncrementalAlterConfigs:
+DYNAMIC_BROKER_CONFIG, as Kafka reports dynamic broker configs). configuration_keys narrows the list. Other
+resource types: INVALID_REQUEST.
 Version notes: v1+ config_source and synonyms (always empty here), v3+ config_type and documentation (null).
 read_only is true for the static broker configs only: topic configs and fault hooks are alterable.
 Sensitive values (ssl.key.password, ssl.keystore.key) are answered null with is_sensitive set, as Kafka does.
@@ -28,6 +29,8 @@ from epoch_broker.broker.config import (
     topic_config,
 )
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.security.acl import AclOperation
+from epoch_broker.broker.security.authorization import config_resource_refusal
 from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import describe_configs
@@ -41,12 +44,18 @@ TOPIC, BROKER = 2, 4
 
 @handles(describe_configs.API, "0-4")
 def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
-    return Response(results=[_describe(context.services, resource) for resource in request.resources])
+    return Response(results=[_describe(context, resource) for resource in request.resources])
 
 
-def _describe(broker: BrokerServices, resource: Any) -> Any:
+def _describe(context: RequestContext[BrokerServices], resource: Any) -> Any:
+    broker = context.services
     result = Result(error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
                     resource_name=resource.resource_name, configs=[])
+    refusal = config_resource_refusal(context, AclOperation.DESCRIBE_CONFIGS, resource.resource_type,
+                                      resource.resource_name)
+    if refusal is not None:
+        result.error_code = refusal
+        return result
     if resource.resource_type == TOPIC:
         topic = broker.metadata.topics_by_name.get(resource.resource_name)
         if topic is None:

@@ -1,9 +1,12 @@
 """DescribeGroups · v0-5 · state, protocol and members of groups.
 
-Behaviour: as Kafka's GroupMetadata.summary: a Stable group names its protocol and shows each member's
-metadata and assignment; in other states the protocol is empty and members are listed without them. A group
-unknown here is described as Dead with no members and no error (v0-5).
-Skipped: authorized operations (v3+) are not computed: INT32_MIN ("not requested / unknown").
+Behaviour: needs DESCRIBE on each group (else GROUP_AUTHORIZATION_FAILED with an empty state and no members). As
+Kafka's GroupMetadata.summary: a Stable group names its protocol and shows each member's metadata and assignment;
+in other states the protocol is empty and members are listed without them. A group unknown here is described as
+Dead with no members and no error (v0-5).
+Version notes: v3+ authorized_operations when asked for: the operations the principal may do on the group
+(every one with no authorizer); INT32_MIN otherwise, and for a refused or failed group.
+Skipped: nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.security.acl import AclOperation, ResourceType
+from epoch_broker.broker.security.authorization import authorized_operations
 from epoch_broker.broker.services import BrokerServices
+from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import describe_groups as messages
 
 R = messages.RESPONSE
@@ -23,6 +29,9 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
 
     response = R.cls()
     for group_id in request.groups:
+        if not context.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            response.groups.append(R.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
+            continue
         error, group = context.services.group_coordinator.describe_group(group_id)
         described = R.DescribedGroup(error_code=error, group_id=group_id, group_state=GroupState.DEAD.value)
         if group is not None:
@@ -39,5 +48,7 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
                 )
                 for m in group.members.values()
             ]
+        if request.include_authorized_operations and error == ErrorCode.NONE:
+            described.authorized_operations = authorized_operations(context, ResourceType.GROUP, group_id)
         response.groups.append(described)
     return response

@@ -1,13 +1,17 @@
 """Fetch · v4-16 · record batches for consumers and follower replicas, served from segment files.
 
-Behaviour: per partition, `Partition.fetch_records` decides: the KIP-320 check of current_leader_epoch (-1
-skips; lower FENCED_LEADER_EPOCH, higher UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER off the leader;
-OFFSET_OUT_OF_RANGE outside [log start, log end]. Consumers read up to the high watermark (read_committed: up
-to the last stable offset, which is the high watermark here: no transactions), followers (replica id >= 0) up
-to the log end. A follower fetch that passes the epoch check records the follower's log end and caught-up
-time, once per request (the high watermark; `ReplicaManager.fetch` adds it to the ISR when eligible); under
-`fault.high.watermark.held` it is answered with the high watermark frozen where the hold began (clients still
-see the real one).
+Behaviour: a consumer (replica id < 0) needs READ on each topic: a refused topic's partitions answer
+TOPIC_AUTHORIZATION_FAILED and are not read, the others are served as usual. A follower (replica id >= 0:
+replica_state's from v15) needs CLUSTER_ACTION on the cluster, else the whole fetch is answered
+CLUSTER_AUTHORIZATION_FAILED (top level and every partition; Kafka answers TOPIC_AUTHORIZATION_FAILED per
+partition: the cluster error names what is missing, the brokers' principal). Then per partition,
+`Partition.fetch_records` decides: the KIP-320 check of current_leader_epoch (-1 skips; lower FENCED_LEADER_EPOCH,
+higher UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER off the leader; OFFSET_OUT_OF_RANGE outside [log start,
+log end]. Consumers read up to the high watermark (read_committed: up to the last stable offset, which is the high
+watermark here: no transactions), followers (replica id >= 0) up to the log end. A follower fetch that passes the
+epoch check records the follower's log end and caught-up time, once per request (the high watermark;
+`ReplicaManager.fetch` adds it to the ISR when eligible); under `fault.high.watermark.held` it is answered with the
+high watermark frozen where the hold began (clients still see the real one).
 Records go out as file ranges (sendfile), never decoded. Sizes: partition_max_bytes per partition and
 max_bytes for the response, except that the first batch of the first partition with data is always whole
 (KIP-74). Long poll: until min_bytes are there or
@@ -30,6 +34,8 @@ from typing import Any
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.replica.partition import FetchResult, Partition
 from epoch_broker.broker.replica.replica_manager import ReplicaManager
+from epoch_broker.broker.security.acl import AclOperation, ResourceType
+from epoch_broker.broker.security.authorization import authorized_names, require_cluster_operation
 from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import fetch
@@ -58,26 +64,35 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     replicas = broker.replica_manager
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     by_id = version >= 13
+    names = [_name(broker, topic, by_id) for topic in request.topics]
+    known = [name for name in names if name is not None]
+    if replica_id >= 0:
+        require_cluster_operation(context, AclOperation.CLUSTER_ACTION)
+        readable = set(known)
+    else:
+        readable = authorized_names(context, AclOperation.READ, ResourceType.TOPIC, known)
     # (request partition, response partition, local Partition or None)
     entries: list[tuple[Any, Any, Partition | None]] = []
     topics = []
-    for topic in request.topics:
-        name = topic.topic
-        unknown_id = False
-        if by_id:
-            state = broker.metadata.topics_by_id.get(topic.topic_id)
-            unknown_id = state is None
-            name = "" if state is None else state.name
-        response_topic = TopicResponse(topic=name, topic_id=topic.topic_id, partitions=[])
+    for topic, name in zip(request.topics, names, strict=True):
+        if name is None:
+            topic_error = ErrorCode.UNKNOWN_TOPIC_ID  # before authorization, as in Kafka (an id is not secret)
+        elif name not in readable:
+            topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        else:
+            topic_error = ErrorCode.NONE
+        response_topic = TopicResponse(topic=name or "", topic_id=topic.topic_id, partitions=[])
         topics.append(response_topic)
         for wanted in topic.partitions:
-            partition = replicas.get_by_id(topic.topic_id, wanted.partition) if by_id else replicas.get(
-                name, wanted.partition)
-            response = PartitionData(partition_index=wanted.partition, records=b"",
+            response = PartitionData(partition_index=wanted.partition, records=b"", error_code=topic_error,
                                      aborted_transactions=[] if request.isolation_level == READ_COMMITTED else None)
-            if partition is None:
-                response.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if unknown_id
-                                       else replicas.lookup_error(name, wanted.partition))
+            partition = None
+            if topic_error == ErrorCode.NONE:
+                assert name is not None
+                partition = (replicas.get_by_id(topic.topic_id, wanted.partition) if by_id
+                             else replicas.get(name, wanted.partition))
+                if partition is None:
+                    response.error_code = replicas.lookup_error(name, wanted.partition)
             response_topic.partitions.append(response)
             entries.append((wanted, response, partition))
 
@@ -93,6 +108,14 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         await _wait_for_data([p for _, _, p in entries if p is not None], remaining)
     endpoints = _leader_endpoints(broker, entries, context.listener) if version >= 16 else []
     return Response(responses=topics, node_endpoints=endpoints)
+
+
+def _name(broker: BrokerServices, topic: Any, by_id: bool) -> str | None:
+    """The topic's name, or None for an id this broker does not know (v13+)."""
+    if not by_id:
+        return topic.topic
+    state = broker.metadata.topics_by_id.get(topic.topic_id)
+    return None if state is None else state.name
 
 
 def _read_all(entries: list, response_max_bytes: int, replica_id: int, record_follower_fetch: bool,

@@ -1,17 +1,20 @@
 """IncrementalAlterConfigs · v0-1 · topic configs, and this process's fault hooks (broker/faults.py).
 
-Behaviour: resource type 2 (topic): SET (0) and DELETE (1, back to the broker default) of the topic configs
-the broker honours (broker/config.py's TOPIC_CONFIGS), through the controller as one TopicConfigRecord; every
-broker applies it to its partitions (retention, segments, flushing, timestamps, min.insync.replicas) when it
-arrives, and the answer waits until the broker that answers has it. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION;
-an unknown key or a bad value: INVALID_CONFIG, nothing changed.
-Resource type 4 (broker) named by this node id (or "" for any): every `fault.*` key of the catalogue; SET sets
-it, DELETE clears it (a flag goes back to false, a request rule is removed). `fault.power.loss` (SET, any
-value) cuts every log back to its recovery point, the offset up to which it was fsynced, and exits at once
-with status 137 without answering, as a power cut would. A resource's changes are all validated before any is
-applied; validate_only applies none. A fault key or value the catalogue refuses: INVALID_CONFIG; another
-node's name or another resource type: INVALID_REQUEST. Served by controller-only processes too (request rules,
-and topic configs, which they apply themselves).
+Behaviour: needs ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or, for a broker, on the cluster
+(else CLUSTER_AUTHORIZATION_FAILED), checked per resource before anything else; a resource setting or clearing a
+fault hook (`fault.*`: it can stop replication, drop requests or end the process) needs ALTER on the cluster as
+well (CLUSTER_AUTHORIZATION_FAILED, and nothing of that resource is applied). Resource type 2 (topic): SET (0) and
+DELETE (1, back to the broker default) of the topic configs the broker honours (broker/config.py's TOPIC_CONFIGS),
+through the controller as one TopicConfigRecord; every broker applies it to its partitions (retention, segments,
+flushing, timestamps, min.insync.replicas) when it arrives, and the answer waits until the broker that answers has
+it. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; an unknown key or a bad value: INVALID_CONFIG, nothing changed.
+Resource type 4 (broker) named by this node id (or "" for any): every `fault.*` key of the catalogue; SET sets it,
+DELETE clears it (a flag goes back to false, a request rule is removed). `fault.power.loss` (SET, any value) cuts
+every log back to its recovery point, the offset up to which it was fsynced, and exits at once with status 137
+without answering, as a power cut would. A resource's changes are all validated before any is applied;
+validate_only applies none. A fault key or value the catalogue refuses: INVALID_CONFIG; another node's name or
+another resource type: INVALID_REQUEST. Served by controller-only processes too (request rules, and topic configs,
+which they apply themselves).
 Skipped: APPEND (2) and SUBTRACT (3), for list-valued configs: INVALID_REQUEST.
 """
 
@@ -22,6 +25,8 @@ from typing import Any
 
 from epoch_broker.broker.faults import FaultConfigError
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.broker.security.acl import AclOperation
+from epoch_broker.broker.security.authorization import config_resource_refusal
 from epoch_broker.broker.services import Services
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import incremental_alter_configs
@@ -31,6 +36,7 @@ Result = incremental_alter_configs.RESPONSE.AlterConfigsResourceResponse
 
 TOPIC_RESOURCE, BROKER_RESOURCE = incremental_alter_configs.TOPIC_RESOURCE, incremental_alter_configs.BROKER_RESOURCE
 SET, DELETE = incremental_alter_configs.SET, incremental_alter_configs.DELETE
+FAULT_KEY_PREFIX = "fault."
 
 
 class _Rejected(Exception):
@@ -42,13 +48,15 @@ class _Rejected(Exception):
 @handles(incremental_alter_configs.API, "0-1", roles=(BROKER, CONTROLLER))
 async def handle(context: RequestContext[Services], request: Any) -> Any:
     return Response(throttle_time_ms=0, responses=[
-        await _alter(context.services, resource, request.validate_only) for resource in request.resources])
+        await _alter(context, resource, request.validate_only) for resource in request.resources])
 
 
-async def _alter(services: Services, resource: Any, validate_only: bool) -> Any:
+async def _alter(context: RequestContext[Services], resource: Any, validate_only: bool) -> Any:
+    services = context.services
     result = Result(error_code=ErrorCode.NONE, error_message=None, resource_type=resource.resource_type,
                     resource_name=resource.resource_name)
     try:
+        _authorize(context, resource)
         if resource.resource_type == TOPIC_RESOURCE:
             result.error_code, result.error_message = await services.channel.alter_topic_configs(
                 resource.resource_name, _topic_changes(resource), validate_only)
@@ -61,6 +69,18 @@ async def _alter(services: Services, resource: Any, validate_only: bool) -> Any:
         for change in changes:
             change()
     return result
+
+
+def _authorize(context: RequestContext[Services], resource: Any) -> None:
+    """_Rejected unless the request may alter the resource's configs, and (fault hooks) ALTER the cluster."""
+    refusal = config_resource_refusal(context, AclOperation.ALTER_CONFIGS, resource.resource_type,
+                                      resource.resource_name)
+    if refusal is not None:
+        raise _Rejected(refusal, f"{context.principal} may not alter the configs of {resource.resource_name!r}")
+    if any(config.name.startswith(FAULT_KEY_PREFIX) for config in resource.configs) and (
+            not context.authorized(AclOperation.ALTER)):
+        raise _Rejected(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                        f"{context.principal} may not set fault hooks: they need ALTER on the cluster")
 
 
 def _topic_changes(resource: Any) -> dict[str, str | None]:

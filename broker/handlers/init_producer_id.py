@@ -1,8 +1,10 @@
 """InitProducerId · v0-5 · a producer id and epoch for an idempotent producer.
 
-Behaviour: a new producer id, unique across the cluster and across restarts (blocks of ids are recorded in
-the controller's metadata log), epoch 0. A v3+ request that names its current producer id and epoch (KIP-360,
-after an unknown-producer or sequence error) gets the same id with the epoch bumped, so its sequences restart.
+Behaviour: needs IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679: Kafka's
+authorizeByResourceType), else CLUSTER_AUTHORIZATION_FAILED. A new producer id, unique across the cluster and
+across restarts (blocks of ids are recorded in the controller's metadata log), epoch 0. A v3+ request that names
+its current producer id and epoch (KIP-360, after an unknown-producer or sequence error) gets the same id with the
+epoch bumped, so its sequences restart.
 Version notes: aiokafka sends v0 and kafkajs v1; v0-2 have no producer id/epoch fields in the request.
 Skipped: transactions (no transaction coordinator): a transactional_id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 fatal to clients at once (COORDINATOR_NOT_AVAILABLE would keep them retrying until their timeout). The
@@ -14,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.security.acl import AclOperation, ResourceType
+from epoch_broker.broker.security.authorization import authorized_by_resource_type
 from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import init_producer_id
@@ -26,6 +30,9 @@ MAX_EPOCH = 32767
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if request.transactional_id is not None:
         return Response(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1)
+    if not (context.authorized(AclOperation.IDEMPOTENT_WRITE)
+            or authorized_by_resource_type(context, AclOperation.WRITE, ResourceType.TOPIC)):
+        return Response(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1)
     if request.producer_id >= 0 and 0 <= request.producer_epoch < MAX_EPOCH - 1:
         return Response(error_code=ErrorCode.NONE, producer_id=request.producer_id,
                         producer_epoch=request.producer_epoch + 1)

@@ -1,8 +1,8 @@
 """JoinGroup · v0-9 · join a group; the answer comes when the join phase completes.
 
-Behaviour: see `broker/groups/coordinator.py`. MEMBER_ID_REQUIRED only for v4+ (kafkajs breaks on it below);
-the leader's answer lists every member with its metadata for the selected protocol; v7+ name the
-protocol type.
+Behaviour: needs READ on the group (GROUP_AUTHORIZATION_FAILED, generation -1, no member id). Then see
+`broker/groups/coordinator.py`. MEMBER_ID_REQUIRED only for v4+ (kafkajs breaks on it below); the leader's answer
+lists every member with its metadata for the selected protocol; v7+ name the protocol type.
 Version notes: v0 has no rebalance timeout (the session timeout stands in); v5+ static membership;
 protocol_name is nullable only from v7 (an empty string before).
 Skipped: `reason` (v8+) is not logged per member; `skip_assignment` (v9, KIP-814) is always false, so a
@@ -14,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.services import BrokerServices
+from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import join_group as messages
 
 
@@ -25,6 +27,9 @@ def client_host(peer: str) -> str:
 
 @handles(messages.API, "0-9")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    if not context.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return messages.RESPONSE.cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                     protocol_name=None if context.api_version >= 7 else "")
     result = await context.services.group_coordinator.join_group(
         group_id=request.group_id,
         member_id=request.member_id,

@@ -1,6 +1,7 @@
 """LeaveGroup · v0-5 · members leave at once instead of waiting for their session to expire.
 
-Behaviour: the group rebalances without the leaving members (see `broker/groups/coordinator.py`).
+Behaviour: needs READ on the group (GROUP_AUTHORIZATION_FAILED for the request, no member leaves). The group
+rebalances without the leaving members (see `broker/groups/coordinator.py`).
 Version notes: v0-2 name one member and its error is the response's error; v3+ batch members, identified by
 member id and/or group.instance.id (an empty member id with an instance id leaves that static member), with
 one error per member and a group-level error.
@@ -12,12 +13,16 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.services import BrokerServices
+from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import leave_group as messages
 
 
 @handles(messages.API, "0-5")
 def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    if not context.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return messages.RESPONSE.cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if context.api_version < 3:
         leaving = [(request.member_id, None)]
     else:

@@ -1,11 +1,12 @@
 """ListOffsets · v1-9 · offsets by timestamp: EARLIEST (-2), LATEST (-1), MAX_TIMESTAMP (-3), or a time.
 
-Behaviour (decided by `Partition.fetch_offset_for_timestamp`): on the leader, after the KIP-320 check of
-current_leader_epoch (v4+). -2 answers the log start offset, -1 the high watermark for a consumer (replica_id
--1; read_uncommitted and read_committed alike: no transactions) and the log end for anyone else, -3 (v7+) the
-offset of the record with the largest timestamp, a timestamp the first offset whose record time is at or after
-it (none: offset -1). The answer carries the leader epoch of the returned offset (v4+). Kafka's debugging
-replica id (-2) is answered by followers too (after the epoch check), with their own log.
+Behaviour: needs DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, offset and timestamp
+-1), whoever asks. The rest is decided by `Partition.fetch_offset_for_timestamp`: on the leader, after the
+KIP-320 check of current_leader_epoch (v4+). -2 answers the log start offset, -1 the high watermark for a
+consumer (replica_id -1; read_uncommitted and read_committed alike: no transactions) and the log end for anyone
+else, -3 (v7+) the offset of the record with the largest timestamp, a timestamp the first offset whose record
+time is at or after it (none: offset -1). The answer carries the leader epoch of the returned offset (v4+).
+Kafka's debugging replica id (-2) is answered by followers too (after the epoch check), with their own log.
 KIP-207: until the high watermark of a newly elected leader reaches the log end it had when elected,
 consumers get OFFSET_NOT_AVAILABLE (v5+) or LEADER_NOT_AVAILABLE (older); replicas (replica_id >= 0) and
 debugging requests are answered, and so is every request for a topic with unclean.leader.election.enable.
@@ -18,6 +19,8 @@ from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.replica.partition import Partition
+from epoch_broker.broker.security.acl import AclOperation, ResourceType
+from epoch_broker.broker.security.authorization import authorized_names
 from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import list_offsets
@@ -30,6 +33,8 @@ PartitionResponse = list_offsets.RESPONSE.ListOffsetsPartitionResponse
 @handles(list_offsets.API, "1-9")
 def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     replicas = context.services.replica_manager
+    describable = authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                   (topic.name for topic in request.topics))
     topics = []
     for topic in request.topics:
         partitions = []
@@ -37,7 +42,9 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
             answer = PartitionResponse(partition_index=wanted.partition_index, timestamp=-1, offset=-1,
                                        leader_epoch=-1)
             partition = replicas.get(topic.name, wanted.partition_index)
-            if partition is None:
+            if topic.name not in describable:
+                answer.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif partition is None:
                 answer.error_code = replicas.lookup_error(topic.name, wanted.partition_index)
             else:
                 _answer(answer, partition, wanted, request.replica_id, context.api_version)

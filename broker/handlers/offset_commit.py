@@ -1,19 +1,24 @@
 """OffsetCommit · v2-9 · store a group's consumed positions, with the leader epoch (KIP-320).
 
-Behaviour: a member commits within its generation (Stable, or PreparingRebalance before it rejoins); a
-group without members takes "simple" commits with generation -1. Offsets are appended to
-`__consumer_offsets` before the answer. Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION, metadata over
-4096 bytes OFFSET_METADATA_TOO_LARGE.
+Behaviour: needs READ on the group (else GROUP_AUTHORIZATION_FAILED for every partition, nothing committed) and
+READ on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed). A member commits
+within its generation (Stable, or PreparingRebalance before it rejoins); a group without members takes "simple"
+commits with generation -1. Offsets are appended to `__consumer_offsets` before the answer. Unknown partitions get
+UNKNOWN_TOPIC_OR_PARTITION, metadata over 4096 bytes OFFSET_METADATA_TOO_LARGE.
 Version notes: committed_leader_epoch v6+ (-1 before); group_instance_id v7+.
 Skipped: retention_time_ms (v2-4): every offset follows offsets.retention.minutes, as in Kafka 2.1+.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.security.acl import AclOperation, ResourceType
+from epoch_broker.broker.security.authorization import authorized_names
 from epoch_broker.broker.services import BrokerServices
+from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import offset_commit as messages
 
 
@@ -21,9 +26,12 @@ from epoch_broker.protocol.messages import offset_commit as messages
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     from epoch_broker.broker.groups.coordinator import OffsetToCommit  # imported on first group use, not at start
 
+    if not context.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _response(request, lambda topic: ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    readable = authorized_names(context, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
     offsets = [
         OffsetToCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
-        for t in request.topics
+        for t in request.topics if t.name in readable
         for p in t.partitions
     ]
     errors = iter(await context.services.group_coordinator.commit_offsets(
@@ -32,11 +40,17 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         request.member_id,
         request.group_instance_id,
         offsets,
-    ))
+    ) if offsets else ())
+    return _response(request, lambda topic: next(errors) if topic in readable
+                     else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+
+def _response(request: Any, error_of: Callable[[str], ErrorCode]) -> Any:
+    """One answer per partition of the request, in its order; `error_of(topic)` is called once per partition."""
     R = messages.RESPONSE
     return R.cls(topics=[
         R.OffsetCommitResponseTopic(name=t.name, partitions=[
-            R.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=next(errors))
+            R.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error_of(t.name))
             for p in t.partitions
         ])
         for t in request.topics

@@ -1,6 +1,8 @@
 """Produce · v3-10 · append record batches as leader.
 
-Behaviour: acks 0 (no response), 1 (after the local append) or -1 (after the high watermark passes the
+Behaviour: WRITE on each topic (Kafka's KafkaApis): a topic the principal may not write answers
+TOPIC_AUTHORIZATION_FAILED for its partitions, before anything else is checked, and the other topics are
+appended as usual. acks 0 (no response), 1 (after the local append) or -1 (after the high watermark passes the
 batch: the delayed-produce purgatory, immediate on one broker); acks=-1 answers NOT_ENOUGH_REPLICAS and
 appends nothing when the ISR is smaller than min.insync.replicas, NOT_ENOUGH_REPLICAS_AFTER_APPEND if it
 shrank below it while waiting, NOT_LEADER_OR_FOLLOWER if leadership moved, and REQUEST_TIMED_OUT at
@@ -25,6 +27,8 @@ from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.replica.partition import AppendResult
+from epoch_broker.broker.security.acl import AclOperation, ResourceType
+from epoch_broker.broker.security.authorization import authorized_names
 from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import produce
@@ -43,12 +47,17 @@ _LEADER_HINT_ERRORS = frozenset(
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     replicas = context.services.replica_manager
     acks = request.acks
+    writable = authorized_names(context, AclOperation.WRITE, ResourceType.TOPIC,
+                                (topic.name for topic in request.topic_data))
     results: list[tuple[str, list[tuple[int, Any, AppendResult]]]] = []
     for topic in request.topic_data:
         partition_results = []
         for data in topic.partition_data:
-            partition = replicas.get(topic.name, data.index)
-            if acks not in (0, 1, -1):
+            # refused: no partition either, so no leader hint discloses the topic
+            partition = replicas.get(topic.name, data.index) if topic.name in writable else None
+            if topic.name not in writable:
+                result = AppendResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif acks not in (0, 1, -1):
                 result = AppendResult(ErrorCode.INVALID_REQUIRED_ACKS)
             elif partition is None:
                 result = AppendResult(replicas.lookup_error(topic.name, data.index))

@@ -17,17 +17,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from epoch_broker.broker.metadata.records import (
+    AccessControlEntryRecord,
     BrokerFenceRecord,
     ClusterRecord,
     PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicConfigRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
+from epoch_broker.broker.security.acl import AclBinding, Authorizer
+from epoch_broker.broker.security.sasl import CredentialStore, ScramCredential
 
 
 @dataclass(slots=True)
@@ -67,6 +73,8 @@ class MetadataCache:
         self.topics_by_name: dict[str, TopicState] = {}
         self.topics_by_id: dict[bytes, TopicState] = {}
         self.next_producer_id = 0
+        self.acls = Authorizer()  # the ACL bindings; who is a super user is the process's config
+        self.credentials = CredentialStore()  # SCRAM credentials (KIP-554), and the config's users at start
 
     def apply(self, record: object) -> None:
         self.metadata_offset += 1
@@ -124,6 +132,15 @@ class MetadataCache:
                 self.next_producer_id = max(self.next_producer_id, record.next_producer_id)
             case ClusterRecord():
                 self.cluster_id = record.cluster_id
+            case AccessControlEntryRecord():
+                self.acls.add(AclBinding.from_dict(record.binding))
+            case RemoveAccessControlEntryRecord():
+                self.acls.remove(AclBinding.from_dict(record.binding))
+            case UserScramCredentialRecord():
+                self.credentials.set_scram(record.name, ScramCredential(
+                    record.mechanism, record.salt, record.iterations, record.stored_key, record.server_key))
+            case RemoveUserScramCredentialRecord():
+                self.credentials.remove_scram(record.name, record.mechanism)
             case _:
                 raise TypeError(f"unknown metadata record {record!r}")
 

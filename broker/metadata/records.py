@@ -125,6 +125,39 @@ class ProducerIdsRecord:
     next_producer_id: int
 
 
+@dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord:
+    """An ACL binding created (CreateAcls): broker/security/acl.py's `AclBinding.to_dict()`."""
+
+    binding: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord:
+    """An ACL binding deleted (DeleteAcls)."""
+
+    binding: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord:
+    """A user's SCRAM credential set (AlterUserScramCredentials, KIP-554): never the password, only what the
+    server side of SCRAM needs."""
+
+    name: str
+    mechanism: str
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord:
+    name: str
+    mechanism: str
+
+
 RECORD_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
@@ -138,9 +171,13 @@ RECORD_TYPES: dict[str, type] = {
         RemoveTopicRecord,
         TopicConfigRecord,
         ProducerIdsRecord,
+        AccessControlEntryRecord,
+        RemoveAccessControlEntryRecord,
+        UserScramCredentialRecord,
+        RemoveUserScramCredentialRecord,
     )
 }
-_BYTES_FIELDS = {"topic_id", "incarnation_id"}
+_BYTES_FIELDS = {"topic_id", "incarnation_id", "salt", "stored_key", "server_key"}
 _TUPLE_FIELDS = {"replicas", "isr", "adding_replicas", "removing_replicas"}
 
 

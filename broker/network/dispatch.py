@@ -19,6 +19,9 @@ Rules:
 - A request from a peer behind `fault.network.partition` (a broker's replica fetcher, or a client by client.id)
   closes its connection here, before anything else: to that peer the link is down. One from a peer with a
   `fault.network.delay` waits that long first.
+- An API registered with `cluster_action` (what only brokers send: the controller's APIs) is answered
+  CLUSTER_AUTHORIZATION_FAILED here, before its handler, to a principal the authorizer does not allow
+  CLUSTER_ACTION on the cluster.
 - Request fault rules (broker/faults.py, `fault.request.<api>`) are applied here, before the handler: answer
   an error, delay, or drop the connection, per API key, without any test-only branch in the handlers.
 """
@@ -35,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from epoch_broker.broker.faults import NETWORK_PARTITION, peer_of
+from epoch_broker.broker.security.acl import AclOperation, ResourceType
+from epoch_broker.broker.security.authorization import CLUSTER, authorized
 from epoch_broker.broker.services import Services
 from epoch_broker.protocol.connection import ANONYMOUS, NotAuthenticated, ProtocolViolation, ServerConnection
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
@@ -52,6 +57,7 @@ class Registration:
     versions: VersionRange
     handler: Handler
     is_async: bool
+    cluster_action: bool  # only brokers send it: CLUSTER_ACTION on the cluster, checked before the handler
 
 
 BROKER = "broker"
@@ -62,9 +68,11 @@ REGISTRY: dict[str, dict[int, Registration]] = {BROKER: {}, CONTROLLER: {}}
 HANDLER_PACKAGES = ("epoch_broker.broker.handlers", "epoch_broker.broker.controller.handlers")
 
 
-def handles(api: Api, versions: str, roles: tuple[str, ...] = (BROKER,)) -> Callable[[Handler], Handler]:
+def handles(api: Api, versions: str, roles: tuple[str, ...] = (BROKER,),
+            cluster_action: bool = False) -> Callable[[Handler], Handler]:
     """Register the decorated function as the handler for `api` at `versions` (within the declared range) in
-    the processes of the given roles."""
+    the processes of the given roles; `cluster_action`: an API only brokers send (the controller's), refused
+    CLUSTER_AUTHORIZATION_FAILED to a principal without CLUSTER_ACTION on the cluster."""
     served = VersionRange.parse(versions)
     if served.low not in api.versions or served.high not in api.versions:
         raise ValueError(f"{api.name}: versions {served} are outside the declared {api.versions}")
@@ -73,7 +81,7 @@ def handles(api: Api, versions: str, roles: tuple[str, ...] = (BROKER,)) -> Call
         for role in roles:
             if api.key in REGISTRY[role]:
                 raise RuntimeError(f"two {role} handlers for {api.name}")
-            REGISTRY[role][api.key] = Registration(api, served, fn, inspect.iscoroutinefunction(fn))
+            REGISTRY[role][api.key] = Registration(api, served, fn, inspect.iscoroutinefunction(fn), cluster_action)
         return fn
 
     return register
@@ -113,6 +121,12 @@ class RequestContext(Generic[S]):
     listener: str = ""  # the name of the listener the request came in on
     principal: str = ANONYMOUS  # who sent it (SASL or the TLS client certificate)
     connection: ServerConnection | None = None  # its protocol state (the SASL handlers move it on)
+
+    def authorized(self, operation: AclOperation, resource_type: ResourceType = ResourceType.CLUSTER,
+                   name: str = CLUSTER) -> bool:
+        """Whether this request's principal may do `operation` on the resource (always, with no authorizer)."""
+        return authorized(self.services.config, self.services.metadata.acls, self.principal, self.peer, operation,
+                          resource_type, name)
 
 
 class CloseConnection(Exception):
@@ -200,6 +214,11 @@ class Dispatcher:
                 raise CloseConnection(f"fault hook {NETWORK_PARTITION}: {request.client_id} is cut off")
             if delay := self.faults.delay_s(peer_of(request.client_id)):
                 await asyncio.sleep(delay)  # fault.network.delay: a slow link from that peer
+        if registration.cluster_action and not context.authorized(AclOperation.CLUSTER_ACTION):
+            log.warning("%s from %s (%s) refused: not a broker (CLUSTER_ACTION on the cluster)", api.name, peer,
+                        context.principal)
+            return ServerConnection.encode_response(
+                request, error_response(api, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
         rule = self.faults.take_request_rule(api.key)
         if rule is not None:
             if rule.delay_s:

@@ -73,10 +73,12 @@ def _key(partition: Partition) -> PartitionKey:
 
 @dataclass(frozen=True, slots=True)
 class InterBrokerLink:
-    """How fetchers reach their sources: the inter-broker listener's name and this broker's login there."""
+    """How fetchers reach their sources: the inter-broker listener's name and this broker's login there (None,
+    with why, when the config gives none: only a single-node process may start without one)."""
 
     listener: str = "PLAINTEXT"
-    security: Security = PLAINTEXT
+    security: Security | None = PLAINTEXT
+    problem: str = ""
 
 
 class ReplicaFetcher:
@@ -146,6 +148,8 @@ class ReplicaFetcher:
         source = self.metadata.brokers.get(self.source_id)
         if source is None:
             raise ConnectionError(f"broker {self.source_id} is not registered")
+        if self.link.security is None:
+            raise ConnectionError(self.link.problem)
         host, port = source.endpoint(self.link.listener)
         client = KafkaClient(host, port, f"replica-fetcher-{self.node_id}", self.link.security)
         try:

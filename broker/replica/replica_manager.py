@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from epoch_broker.broker.config import BrokerConfig, topic_config
+from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
 from epoch_broker.broker.controller.channel import ControllerChannel
 from epoch_broker.broker.controller.controller import NewTopic
 from epoch_broker.broker.faults import BrokerFaults
@@ -70,6 +70,19 @@ def _now_ms() -> float:
     return time.monotonic() * 1000
 
 
+
+def _inter_broker_link(config: BrokerConfig) -> InterBrokerLink:
+    """This broker's login to its peers' inter-broker listener. A process with its own controller (one node,
+    as a test broker with only a SASL listener) has no peer to log in to: a missing login is its error only if
+    a fetcher ever needs it; a broker of a cluster cannot start without one."""
+    listener = config.inter_broker_listener
+    try:
+        return InterBrokerLink(listener, client_security(config, listener, config.sasl_mechanism_inter_broker_protocol))
+    except StartupError as exc:
+        if "controller" not in config.process_roles:
+            raise
+        return InterBrokerLink(listener, None, str(exc))
+
 class ReplicaManager:
     def __init__(self, config: BrokerConfig, log_manager: LogManager, metadata: MetadataCache,
                  channel: ControllerChannel, faults: BrokerFaults, broker_epoch: Callable[[], int]) -> None:
@@ -84,9 +97,7 @@ class ReplicaManager:
         self.partitions_by_topic_id: dict[bytes, dict[int, Partition]] = {}
         self.stopping = False  # set at shutdown: long polls answer at once
         self.may_open_log: Callable[[], bool] = lambda: True  # the broker's file budget, once it is known
-        self.fetchers = ReplicaFetchers(self.node_id, metadata, faults, broker_epoch, InterBrokerLink(
-            config.inter_broker_listener, client_security(config, config.inter_broker_listener,
-                                                          config.sasl_mechanism_inter_broker_protocol)))
+        self.fetchers = ReplicaFetchers(self.node_id, metadata, faults, broker_epoch, _inter_broker_link(config))
         self._isr_check: asyncio.Task | None = None  # started when a replicated partition is first led here
         self._alter_tasks: set[asyncio.Task] = set()
 

@@ -5,11 +5,13 @@ Rules:
 - Every listener in `listeners` is bound (`bind_listeners`), each with its security protocol from
   `listener.security.protocol.map`: PLAINTEXT, SSL (TLS, tls.py), SASL_PLAINTEXT, SASL_SSL (SASL with the
   listener's `sasl.enabled.mechanisms`, after TLS for SASL_SSL).
-- Who may log in (`credentials_from_config`): the `user_<name>="<password>"` options of every listener's
+- Who may log in (`add_config_users`): the `user_<name>="<password>"` options of every listener's
   `listener.name.<listener>.<mechanism>.sasl.jaas.config`. They log in with PLAIN, and, derived at start, with
   SCRAM-SHA-256 and SCRAM-SHA-512 (a project extension: Kafka keeps SCRAM credentials only in its metadata,
   set with AlterUserScramCredentials, which is served too). Kafka keeps users per listener; here a process
   has one set of users for all its SASL listeners.
+- With `cluster.secret`, the user `epoch-broker` logs in with it, and this process logs in to its peers' SASL
+  listeners as that user with SCRAM-SHA-512 wherever no JAAS login is configured for the listener.
 - This process's own logins (`client_security`): the inter-broker listener for replica fetchers, the first
   of `controller.listener.names` for the controller channel, with the protocol the map gives that name, TLS
   by tls.py's client context, and SASL with `sasl.mechanism.inter.broker.protocol` /
@@ -23,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from epoch_broker.broker.config import BrokerConfig, Endpoint, StartupError
+from epoch_broker.broker.config import BROKER_USER, BrokerConfig, Endpoint, StartupError
 from epoch_broker.broker.network.server import KafkaServer, Listener
 from epoch_broker.broker.security import tls
 from epoch_broker.broker.security.sasl import (
@@ -39,6 +41,7 @@ from epoch_broker.broker.security.sasl import (
 from epoch_broker.client.aio import PLAINTEXT, Security
 
 JAAS_SUFFIX = ".sasl.jaas.config"
+CLUSTER_SECRET_MECHANISM = "SCRAM-SHA-512"
 
 
 def _uses_tls(protocol: str) -> bool:
@@ -68,8 +71,11 @@ async def bind_listeners(server: KafkaServer, config: BrokerConfig, credentials:
     return dataclasses.replace(config, listeners=tuple(bound))
 
 
-def credentials_from_config(config: BrokerConfig) -> CredentialStore:
-    store = CredentialStore()
+def add_config_users(config: BrokerConfig, store: CredentialStore) -> None:
+    """Add the users of the JAAS configs to `store` (the metadata's, which KIP-554 credentials fill too), and
+    the brokers' own user when the cluster has a secret."""
+    if config.cluster_secret:
+        _add_user(store, BROKER_USER, config.cluster_secret)
     for key, value in config.listener_settings:
         if not key.endswith(JAAS_SUFFIX):
             continue
@@ -80,10 +86,13 @@ def credentials_from_config(config: BrokerConfig) -> CredentialStore:
         except ValueError as exc:
             raise StartupError(f"{key}: {exc}") from None
         for user, password in users.items():
-            store.set_password(user, password)
-            for mechanism in SCRAM_MECHANISMS:
-                store.set_scram(user, ScramCredential.from_password(mechanism, password))
-    return store
+            _add_user(store, user, password)
+
+
+def _add_user(store: CredentialStore, user: str, password: str) -> None:
+    store.set_password(user, password)
+    for mechanism in SCRAM_MECHANISMS:
+        store.set_scram(user, ScramCredential.from_password(mechanism, password))
 
 
 def client_security(config: BrokerConfig, listener: str, mechanism: str) -> Security:
@@ -96,6 +105,8 @@ def client_security(config: BrokerConfig, listener: str, mechanism: str) -> Secu
         return Security(context)
     key = f"listener.name.{listener.lower()}.{mechanism.lower()}{JAAS_SUFFIX}"
     jaas = dict(config.listener_settings).get(key)
+    if jaas is None and config.cluster_secret:  # the cluster's own login, never sent in the clear
+        return Security(context, CLUSTER_SECRET_MECHANISM, BROKER_USER, config.cluster_secret)
     if jaas is None:
         raise StartupError(f"{key} is not set: this process cannot log in to {listener} ({protocol}) with "
                            f"{mechanism} (give it username=\"...\" password=\"...\")")

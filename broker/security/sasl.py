@@ -179,6 +179,10 @@ class CredentialStore:
     def scram(self, user: str, mechanism: str) -> ScramCredential | None:
         return self._scram.get((user, mechanism))
 
+    def scram_users(self) -> list[str]:
+        """Every user with a SCRAM credential, sorted (DescribeUserScramCredentials of all users)."""
+        return sorted({name for name, _ in self._scram})
+
     def scram_credentials(self, user: str) -> dict[str, ScramCredential]:
         """The user's SCRAM credentials by mechanism (DescribeUserScramCredentials)."""
         return {mechanism: cred for (name, mechanism), cred in self._scram.items() if name == user}

@@ -12,6 +12,7 @@ Tansu is only a debugging aid; its known quirks (no epochs, kcat cannot connect)
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -189,3 +190,19 @@ def kcat_bin() -> str:
     if kcat is None:
         raise FileNotFoundError("kcat is not installed: run `bash .ci/run` or `apt-get install kcat`")
     return kcat
+
+
+def run_flow(flow: dict[str, Any], timeout: float) -> list[Any]:
+    """Run tests/interop/js/flow.js with this input ({"brokers", "steps", and optionally "ssl", "sasl"}); one result
+    per step, or fail with kafkajs' error."""
+    if not (JS_DIR / "node_modules" / "kafkajs").exists():
+        raise FileNotFoundError("kafkajs is not installed: run `npm ci` in tests/interop/js (bash .ci/run does)")
+    proc = subprocess.run([node_bin(), str(JS_DIR / "flow.js")], input=json.dumps(flow).encode(),
+                          capture_output=True, timeout=timeout, cwd=JS_DIR)
+    try:
+        out = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        detail = f"{proc.stdout[-2000:]!r} {proc.stderr[-2000:]!r}"
+        raise AssertionError(f"flow.js exit {proc.returncode}: {detail}") from None
+    assert "error" not in out, f"kafkajs failed: {out['error']} (stderr: {proc.stderr[-1500:]!r})"
+    return list(out["results"])

@@ -9,8 +9,6 @@ The node packages are installed by `.ci/run` (npm ci in tests/interop/js).
 from __future__ import annotations
 
 import base64
-import json
-import subprocess
 import time
 from typing import Any
 
@@ -19,12 +17,11 @@ import pytest
 from tests.interop.support import (
     ACKS,
     CODECS,
-    JS_DIR,
     Rec,
     Target,
     assert_records,
     make_records,
-    node_bin,
+    run_flow,
     topic_name,
 )
 
@@ -41,18 +38,7 @@ def unb64(s: str | None) -> bytes | None:
 
 def kafkajs(broker: Target, *steps: dict[str, Any], timeout: float = 90) -> list[Any]:
     """Run flow.js with these steps; return one result per step or fail with kafkajs' error."""
-    if not (JS_DIR / "node_modules" / "kafkajs").exists():
-        raise FileNotFoundError("kafkajs is not installed: run `npm ci` in tests/interop/js (bash .ci/run does)")
-    payload = json.dumps({"brokers": [broker.bootstrap], "steps": list(steps)})
-    proc = subprocess.run([node_bin(), str(JS_DIR / "flow.js")], input=payload.encode(), capture_output=True,
-                          timeout=timeout, cwd=JS_DIR)
-    try:
-        out = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        detail = f"{proc.stdout[-2000:]!r} {proc.stderr[-2000:]!r}"
-        raise AssertionError(f"flow.js exit {proc.returncode}: {detail}") from None
-    assert "error" not in out, f"kafkajs failed: {out['error']} (stderr: {proc.stderr[-1500:]!r})"
-    return list(out["results"])
+    return run_flow({"brokers": [broker.bootstrap], "steps": list(steps)}, timeout)
 
 
 def grouped(recs: list[Rec]) -> list[Rec]:

@@ -15,7 +15,7 @@ from epoch_broker.protocol.messages import allocate_producer_ids
 Response = allocate_producer_ids.RESPONSE.cls
 
 
-@handles(allocate_producer_ids.API, "0", roles=(CONTROLLER,))
+@handles(allocate_producer_ids.API, "0", roles=(CONTROLLER,), cluster_action=True)
 def handle(context: RequestContext[ControllerServices], request: Any) -> Any:
     controller = context.services.controller
     error = controller.check_broker_epoch(request.broker_id, request.broker_epoch)

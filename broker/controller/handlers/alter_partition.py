@@ -20,7 +20,7 @@ TopicData = alter_partition.RESPONSE.TopicData
 PartitionData = alter_partition.RESPONSE.PartitionData
 
 
-@handles(alter_partition.API, "2-3", roles=(CONTROLLER,))
+@handles(alter_partition.API, "2-3", roles=(CONTROLLER,), cluster_action=True)
 def handle(context: RequestContext[ControllerServices], request: Any) -> Any:
     controller = context.services.controller
     topics = []

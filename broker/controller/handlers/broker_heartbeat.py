@@ -17,7 +17,7 @@ from epoch_broker.protocol.messages import broker_heartbeat
 Response = broker_heartbeat.RESPONSE.cls
 
 
-@handles(broker_heartbeat.API, "0-1", roles=(CONTROLLER,))
+@handles(broker_heartbeat.API, "0-1", roles=(CONTROLLER,), cluster_action=True)
 def handle(context: RequestContext[ControllerServices], request: Any) -> Any:
     context.services.note_heartbeat_connection(context.peer, request.broker_id)
     result = context.services.controller.heartbeat(request.broker_id, request.broker_epoch,

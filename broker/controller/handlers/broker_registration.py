@@ -26,7 +26,7 @@ MAX_NODE_ID = 2**31 - 1
 log = logging.getLogger(__name__)
 
 
-@handles(broker_registration.API, "0-3", roles=(CONTROLLER,))
+@handles(broker_registration.API, "0-3", roles=(CONTROLLER,), cluster_action=True)
 def handle(context: RequestContext[ControllerServices], request: Any) -> Any:
     server = context.services
     if request.cluster_id and request.cluster_id != server.cluster_id:

@@ -23,7 +23,7 @@ TopicResponse = fetch.RESPONSE.FetchableTopicResponse
 PartitionData = fetch.RESPONSE.PartitionData
 
 
-@handles(fetch.API, "13-16", roles=(CONTROLLER,))
+@handles(fetch.API, "13-16", roles=(CONTROLLER,), cluster_action=True)
 async def handle(context: RequestContext[ControllerServices], request: Any) -> Any:
     server = context.services
     controller = server.controller

@@ -1,6 +1,7 @@
 // kafkajs 2.2 flows for tests/interop/test_interop_kafkajs.py.
 //
 // Input (stdin, JSON): {"brokers": ["host:port"], "steps": [{"op": ..., ...}, ...]}
+// Optional "ssl" and "sasl" keys secure the connection (see security() below).
 // Output (stdout, JSON): {"results": [<one result per step>]} or {"error": {name, message, type}}.
 // Keys, values and header values travel base64-encoded; null stays null.
 //
@@ -10,6 +11,7 @@
 // kafkajs has no assign(): "consume" is a group consumer that seeks once it is assigned.
 'use strict'
 
+const fs = require('fs')
 const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = require('kafkajs')
 const SnappyCodec = require('kafkajs-snappy')
 const lz4 = require('lz4js')
@@ -166,6 +168,20 @@ const ops = {
   },
 }
 
+// Optional TLS and SASL (tests/security): "ssl": {"ca", "cert"?, "key"?} are PEM file paths, the server is
+// verified against "ca" (host name included); "sasl": {"mechanism", "username", "password"}.
+function security(input) {
+  const out = {}
+  if (input.ssl) {
+    out.ssl = { rejectUnauthorized: true, ca: [fs.readFileSync(input.ssl.ca, 'utf8')] }
+    for (const name of ['cert', 'key']) {
+      if (input.ssl[name]) out.ssl[name] = fs.readFileSync(input.ssl[name], 'utf8')
+    }
+  }
+  if (input.sasl) out.sasl = input.sasl
+  return out
+}
+
 async function main() {
   const chunks = []
   for await (const chunk of process.stdin) chunks.push(chunk)
@@ -175,6 +191,7 @@ async function main() {
     brokers: input.brokers,
     logLevel: logLevel.ERROR,
     retry: { retries: 3, initialRetryTime: 100 },
+    ...security(input),
   })
   const results = []
   for (const step of input.steps) results.push(await ops[step.op](kafka, step))

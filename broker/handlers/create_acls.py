@@ -1,0 +1,43 @@
+"""CreateAcls · v0-3 · add ACL bindings, stored by the controller so that every broker agrees and they survive
+restarts.
+
+Behaviour: needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for every creation otherwise). Without an
+authorizer configured: SECURITY_DISABLED, as Kafka answers. Each creation is validated (acl.py's
+validate_binding: INVALID_REQUEST with the reason); an existing binding is a success. A broker forwards to the
+controller and answers once its own metadata has the bindings, so a DescribeAcls sent next sees them.
+Version notes: v0 has no pattern type (always LITERAL); v2+ flexible; v3 allows the USER resource type.
+Skipped: nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.broker.security.acl import AclOperation
+from epoch_broker.broker.security.wire import binding_from_creation
+from epoch_broker.broker.services import Services
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import create_acls
+
+Result = create_acls.RESPONSE.AclCreationResult
+NO_AUTHORIZER = "no authorizer is configured (authorizer.class.name)"
+
+
+@handles(create_acls.API, "0-3", roles=(BROKER, CONTROLLER))
+async def handle(context: RequestContext[Services], request: Any) -> Any:
+    refusal = _refusal(context)
+    if refusal is not None:
+        return create_acls.RESPONSE.cls(results=[Result(error_code=refusal[0], error_message=refusal[1])
+                                                 for _ in request.creations])
+    results = await context.services.channel.create_acls([binding_from_creation(c) for c in request.creations])
+    return create_acls.RESPONSE.cls(results=[Result(error_code=error, error_message=message)
+                                             for error, message in results])
+
+
+def _refusal(context: RequestContext[Services]) -> tuple[ErrorCode, str] | None:
+    if not context.services.config.authorizer_class_name:
+        return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER
+    if not context.authorized(AclOperation.ALTER):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"{context.principal} may not ALTER the cluster"
+    return None

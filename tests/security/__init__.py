@@ -1,0 +1,1 @@
+"""Real clients over the broker's TLS and SASL listeners."""
