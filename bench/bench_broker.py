@@ -58,8 +58,8 @@ class RunResult:
     cases: list[CaseResult]
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def create_topic(bootstrap: str, name: str, partitions: int, client: dict[str, str] | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(client or {})})
     admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(30)
     deadline = time.monotonic() + 30
     while True:
@@ -80,20 +80,22 @@ def payload_of(size: int, compression: str) -> bytes:
     return os.urandom(size // 2 + 1).hex().encode()[:size]
 
 
-def produce(bootstrap: str, topic: str, size: int, count: int, partitions: int, compression: str = "none") -> float:
-    """Send count messages of size bytes round-robin over the partitions; return seconds until all acked."""
+def produce(bootstrap: str, topic: str, size: int, count: int, partitions: int, compression: str = "none",
+            client: dict[str, str] | None = None) -> float:
+    """Send count messages of size bytes round-robin over the partitions; return seconds until all acked.
+    `client`: more client settings (security.protocol and its keys)."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5, "batch.size": 1_000_000,
                          "queue.buffering.max.kbytes": 512 * 1024, "queue.buffering.max.messages": 1_000_000,
-                         "compression.type": compression})
+                         "compression.type": compression, **(client or {})})
     payload = payload_of(size, compression)
     return send_all(producer, topic, count, partitions, lambda _: payload)
 
 
-def consume(bootstrap: str, topic: str, count: int, partitions: int) -> float:
+def consume(bootstrap: str, topic: str, count: int, partitions: int, client: dict[str, str] | None = None) -> float:
     """Read count messages with assign() from the beginning of every partition; return seconds."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}", "enable.auto.commit": False,
                   "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
-                  "fetch.wait.max.ms": 100, "queued.max.messages.kbytes": 262_144})
+                  "fetch.wait.max.ms": 100, "queued.max.messages.kbytes": 262_144, **(client or {})})
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     got = 0
     t0 = time.perf_counter()

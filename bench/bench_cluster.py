@@ -39,7 +39,7 @@ from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from epoch_broker.drill import launcher
 
-from bench.common import fmt_spread, free_port, print_table, write_results
+from bench.common import fmt_spread, print_table, write_results
 
 BROKERS = 3
 REPLICATION = 3
@@ -87,7 +87,9 @@ class ThroughputRun:
 @contextlib.contextmanager
 def running_cluster(workdir: Path) -> Iterator[tuple[launcher.ClusterFile, float]]:
     """A fresh cluster in workdir and its start-to-ready seconds; stopped (by pid) on exit."""
-    cluster = launcher.plan_cluster(workdir, BROKERS, free_port(), [free_port() for _ in range(BROKERS)])
+    base = launcher.free_base_port(BROKERS, range(20000, 30000))  # the controller's two ports and the brokers'
+    cluster = launcher.plan_cluster(workdir, BROKERS, base + launcher.CONTROLLER_PORT_OFFSET,
+                                    [base + i for i in range(BROKERS)])
     started = time.perf_counter()
     launcher.start_cluster(cluster, workdir, timeout_s=READY_TIMEOUT_S)
     try:

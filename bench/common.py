@@ -183,13 +183,16 @@ def start_tansu(workdir: Path) -> Iterator[BrokerProc]:
 
 
 @contextlib.contextmanager
-def start_ours(workdir: Path, overrides: dict[str, str] | None = None) -> Iterator[BrokerProc]:
-    """Our broker as a user runs it (`epoch-broker serve`), writing its log dirs under workdir."""
+def start_ours(workdir: Path, overrides: dict[str, str] | None = None,
+               more_listeners: dict[str, int] | None = None) -> Iterator[BrokerProc]:
+    """Our broker as a user runs it (`epoch-broker serve`), writing its log dirs under workdir; a PLAINTEXT
+    listener (its bootstrap) and `more_listeners` (name -> port: SSL, SASL_SSL, ...)."""
     port = free_port()
     data = workdir / "data"
     data.mkdir(parents=True, exist_ok=True)
-    cfg = {"listeners": f"PLAINTEXT://127.0.0.1:{port}", "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-           "log.dirs": str(data), "auto.create.topics.enable": "true"}
+    listeners = ",".join(f"{name}://127.0.0.1:{p}" for name, p in {"PLAINTEXT": port, **(more_listeners or {})}.items())
+    cfg = {"listeners": listeners, "advertised.listeners": listeners, "log.dirs": str(data),
+           "auto.create.topics.enable": "true"}
     cfg.update(overrides or {})
     cmd = [sys.executable, "-m", "epoch_broker", "serve", "--log-level", "WARNING"]
     for k, v in cfg.items():

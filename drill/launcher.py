@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import random
+import secrets
 import signal
 import socket
 import subprocess
@@ -31,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from epoch_broker.broker.config import ConfigError, load_config
+from epoch_broker.broker.config import CLUSTER_SECRET_ENV, ConfigError, load_config
 
 CONTROLLER_NODE_ID = 1000
 CONTROLLER_PORT_OFFSET = 100
@@ -53,7 +54,10 @@ DRILL_DEFAULTS = {
 }
 # Keys the launcher sets per process; a cluster-wide override of one of them would break the layout.
 PER_PROCESS_KEYS = ("node.id", "broker.id", "process.roles", "listeners", "log.dirs", "log.dir",
-                    "controller.address", "controller.quorum.voters")
+                    "controller.address", "controller.quorum.voters", "cluster.secret", "advertised.listeners",
+                    "controller.listener.names", "inter.broker.listener.name")
+# The listeners' protocols: the clients' PLAINTEXT, and the cluster's own SASL listeners (the secret's login).
+INTERNAL_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
 
 Progress = Callable[[str], None]
 
@@ -83,6 +87,7 @@ class ProcessSpec:
 class ClusterFile:
     bootstrap: str
     processes: list[ProcessSpec]
+    secret: str = ""  # cluster.secret, given to the processes in their environment; the file is the owner's only
 
     @property
     def controller(self) -> ProcessSpec:
@@ -102,8 +107,10 @@ class ClusterFile:
     def write(self, directory: str | Path) -> Path:
         path = Path(directory) / CLUSTER_FILE
         tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"bootstrap": self.bootstrap, "processes": [asdict(p) for p in self.processes]}, f, indent=2)
+        # readable by its owner only: it holds the cluster's secret
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as f:
+            json.dump({"bootstrap": self.bootstrap, "processes": [asdict(p) for p in self.processes],
+                       "secret": self.secret}, f, indent=2)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
@@ -120,7 +127,7 @@ class ClusterFile:
         path = Path(directory) / CLUSTER_FILE
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return cls(data["bootstrap"], [ProcessSpec(**p) for p in data["processes"]])
+            return cls(data["bootstrap"], [ProcessSpec(**p) for p in data["processes"]], data.get("secret", ""))
         except FileNotFoundError:
             raise FileNotFoundError(f"no {CLUSTER_FILE} in {directory} (start a cluster with "
                                     "`epoch-broker cluster`)") from None
@@ -129,13 +136,14 @@ class ClusterFile:
 
 
 def free_base_port(brokers: int, ports: range) -> int:
-    """A base port in `ports` whose broker ports (base+i) and controller port (base+CONTROLLER_PORT_OFFSET) are
-    all free, checked by binding each on loopback."""
+    """A base port in `ports` whose broker ports (base+i) and controller ports (base+CONTROLLER_PORT_OFFSET and
+    the next, its CONTROLLER listener) are all free, checked by binding each on loopback."""
     rng = random.Random()
     for _ in range(200):
         base = rng.randrange(ports.start, ports.stop - CONTROLLER_PORT_OFFSET - 1)
         try:
-            for port in [base + i for i in range(brokers)] + [base + CONTROLLER_PORT_OFFSET]:
+            for port in [base + i for i in range(brokers)] + [base + CONTROLLER_PORT_OFFSET,
+                                                              base + CONTROLLER_PORT_OFFSET + 1]:
                 with socket.socket() as sock:
                     sock.bind(("127.0.0.1", port))
         except OSError:
@@ -153,7 +161,14 @@ def serve_argv(overrides: dict[str, str]) -> list[str]:
 
 def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broker_ports: list[int],
                  overrides: dict[str, str] | None = None, host: str = "127.0.0.1") -> ClusterFile:
-    """The processes of a cluster (not started): the controller first, then brokers 0..N-1."""
+    """The processes of a cluster (not started): the controller first, then brokers 0..N-1, and a new secret.
+
+    Every process has a PLAINTEXT listener on its port (clients, the admin CLI) and a SASL listener for the
+    cluster's own traffic, which the brokers and the controller log in to with the secret: the controller's
+    CONTROLLER listener on controller_port+1 (what brokers register and heartbeat on), each broker's INTERNAL
+    listener on a port the kernel picks (registered, so replicas find it). Only that login may send what
+    brokers send (registrations, heartbeats, AlterPartition, replica fetches); `listener.security.protocol.map`
+    may be overridden to put TLS or other SASL logins on any of them."""
     if len(broker_ports) != brokers:
         raise ValueError(f"{brokers} brokers need {brokers} ports, got {len(broker_ports)}")
     data = Path(data_dir).resolve()
@@ -164,19 +179,24 @@ def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broke
     if fixed:
         raise ConfigError(f"--override {fixed[0]} is set per process by the launcher")
 
-    def spec(name: str, node_id: int, role: str, port: int, extra: dict[str, str]) -> ProcessSpec:
+    common = {"listener.security.protocol.map": INTERNAL_PROTOCOL_MAP, "controller.listener.names": "CONTROLLER",
+              "inter.broker.listener.name": "INTERNAL", **common}
+
+    def spec(name: str, node_id: int, role: str, port: int, internal: str, extra: dict[str, str]) -> ProcessSpec:
         process_data = data / name
         settings = {**common, "process.roles": role, "node.id": str(node_id),
-                    "listeners": f"PLAINTEXT://{host}:{port}", "log.dirs": str(process_data), **extra}
+                    "listeners": f"PLAINTEXT://{host}:{port},{internal}", "log.dirs": str(process_data), **extra}
         return ProcessSpec(name, node_id, role, host, port, str(process_data), str(data / f"{name}.log"),
                            serve_argv(settings))
 
-    controller = spec("controller", CONTROLLER_NODE_ID, "controller", controller_port, {})
+    controller = spec("controller", CONTROLLER_NODE_ID, "controller", controller_port,
+                      f"CONTROLLER://{host}:{controller_port + 1}", {})
     processes = [controller] + [
-        spec(f"broker-{i}", i, "broker", port, {"controller.address": controller.address})
+        spec(f"broker-{i}", i, "broker", port, f"INTERNAL://{host}:0",
+             {"controller.address": f"{host}:{controller_port + 1}"})
         for i, port in enumerate(broker_ports)
     ]
-    return ClusterFile(",".join(p.address for p in processes[1:]), processes)
+    return ClusterFile(",".join(p.address for p in processes[1:]), processes, secrets.token_urlsafe(32))
 
 
 # --- one process ------------------------------------------------------------------------------------------
@@ -281,15 +301,17 @@ def log_tail(path: str, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def launch_process(spec: ProcessSpec) -> int:
-    """Start the process (not waiting for it); returns the log offset its ready line will come after."""
+def launch_process(spec: ProcessSpec, secret: str = "") -> int:
+    """Start the process (not waiting for it), with the cluster's secret in its environment (never in argv,
+    which `ps` shows to every user); returns the log offset its ready line will come after."""
     Path(spec.data_dir).mkdir(parents=True, exist_ok=True)
     with open(spec.log, "ab") as log:
         offset = log.tell()
         python_path = os.pathsep.join(filter(None, (SOURCE_ROOT, os.environ.get("PYTHONPATH"))))
         proc = subprocess.Popen(spec.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True, cwd=Path(spec.data_dir).parent,
-                                env={**os.environ, "PYTHONPATH": python_path})
+                                env={**os.environ, "PYTHONPATH": python_path,
+                                     **({CLUSTER_SECRET_ENV: secret} if secret else {})})
     _children[proc.pid] = proc
     spec.pid = proc.pid
     return offset
@@ -317,8 +339,8 @@ def wait_ready(spec: ProcessSpec, log_offset: int, timeout_s: float = READY_TIME
     raise LaunchError(f"{spec.name} {problem}; the end of {spec.log}:\n{log_tail(spec.log)}")
 
 
-def start_process(spec: ProcessSpec, timeout_s: float = READY_TIMEOUT_S) -> None:
-    wait_ready(spec, launch_process(spec), timeout_s)
+def start_process(spec: ProcessSpec, secret: str = "", timeout_s: float = READY_TIMEOUT_S) -> None:
+    wait_ready(spec, launch_process(spec, secret), timeout_s)
 
 
 # --- a cluster --------------------------------------------------------------------------------------------
@@ -337,12 +359,12 @@ def start_cluster(cluster: ClusterFile, directory: str | Path, progress: Progres
         controller = cluster.controller
         progress(f"starting {controller.name} (node {controller.node_id}) on {controller.address}")
         started = time.monotonic()
-        start_process(controller, timeout_s)
+        start_process(controller, cluster.secret, timeout_s)
         progress(f"{controller.name} ready (pid {controller.pid}, {time.monotonic() - started:.1f} s)")
         offsets = []
         for spec in cluster.brokers:
             progress(f"starting {spec.name} (node {spec.node_id}) on {spec.address}")
-            offsets.append(launch_process(spec))
+            offsets.append(launch_process(spec, cluster.secret))
         for spec, offset in zip(cluster.brokers, offsets, strict=True):
             wait_ready(spec, offset, timeout_s)
             progress(f"{spec.name} ready (pid {spec.pid}, {time.monotonic() - started:.1f} s)")
@@ -364,9 +386,10 @@ def stop_cluster(cluster: ClusterFile, progress: Progress = _quiet, timeout_s: f
 def restart_process(directory: str | Path, node_id: int, hard: bool = False, progress: Progress = _quiet,
                     timeout_s: float = READY_TIMEOUT_S) -> ProcessSpec:
     """Stop a node of the cluster in `directory` (if running), start it with its recorded argv, record its pid."""
-    spec = ClusterFile.read(directory).process(node_id)
+    recorded = ClusterFile.read(directory)
+    spec = recorded.process(node_id)
     progress(f"{spec.name} (pid {spec.pid}): {stop_process(spec, hard=hard)}")
-    start_process(spec, timeout_s)
+    start_process(spec, recorded.secret, timeout_s)
     progress(f"{spec.name} ready again (pid {spec.pid})")
     cluster = ClusterFile.read(directory)  # re-read: another tool may have changed another process meanwhile
     cluster.process(node_id).pid = spec.pid

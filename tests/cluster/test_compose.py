@@ -5,13 +5,14 @@ agree with each other. No Docker engine is needed: `docker-compose config` only 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 from typing import Any
 
 import pytest
-from epoch_broker.broker.config import KEYS, load_config
+from epoch_broker.broker.config import CLUSTER_SECRET_ENV, KEYS, load_config
 from epoch_broker.drill.launcher import CONTROLLER_NODE_ID, DRILL_DEFAULTS
 
 from epoch_broker.__main__ import _parse_args
@@ -19,6 +20,7 @@ from tests.helpers import REPO
 
 COMPOSE_FILE = REPO / "docker-compose.yml"
 BROKERS = 3
+SECRET = "a-test-secret-of-32-characters!!"
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +28,15 @@ def compose() -> dict[str, Any]:
     """The file as docker-compose resolves it (anchors merged, ports normalized), as a dict."""
     binary = shutil.which("docker-compose")
     assert binary is not None, "docker-compose is not installed (Debian: apt-get install docker-compose)"
-    checked = subprocess.run([binary, "-f", str(COMPOSE_FILE), "config", "-q"], capture_output=True, text=True)
+    unset = subprocess.run([binary, "-f", str(COMPOSE_FILE), "config", "-q"], capture_output=True, text=True,
+                           env={k: v for k, v in os.environ.items() if k != CLUSTER_SECRET_ENV})
+    assert unset.returncode != 0 and CLUSTER_SECRET_ENV in unset.stderr  # no cluster without its secret
+    env = {**os.environ, CLUSTER_SECRET_ENV: SECRET}
+    checked = subprocess.run([binary, "-f", str(COMPOSE_FILE), "config", "-q"], capture_output=True, text=True,
+                             env=env)
     assert checked.returncode == 0, checked.stderr
     resolved = subprocess.run([binary, "-f", str(COMPOSE_FILE), "config"], capture_output=True, text=True,
-                              check=True).stdout
+                              check=True, env=env).stdout
     # docker-compose's own interpreter has its YAML parser; this project's venv does not need one
     with open(binary) as f:
         interpreter = f.readline().removeprefix("#!").strip()
@@ -50,6 +57,7 @@ def test_every_command_is_accepted_with_the_launchers_settings(compose: dict[str
         pairs = dict(item.split("=", 1) for item in args.override)
         assert set(pairs) <= set(KEYS), f"{name}: keys the broker does not know: {set(pairs) - set(KEYS)}"
         config = load_config(None, args.override)
+        assert service["environment"] == {CLUSTER_SECRET_ENV: SECRET}, name  # the secret, never in the command
         assert {key: pairs.get(key) for key in DRILL_DEFAULTS} == DRILL_DEFAULTS, name
         assert pairs["default.replication.factor"] == pairs["offsets.topic.replication.factor"] == str(BROKERS), name
         # the data dir is the service's named volume
@@ -67,9 +75,13 @@ def test_ports_listeners_and_the_controller_address_agree(compose: dict[str, Any
         name = f"broker-{node}"
         service = services[name]
         config = load_config(None, _parse_args(service["command"]).override)
-        listener, advertised = config.listeners[0], config.advertised
+        listener, advertised = config.listeners[0], config.advertised_endpoints()["PLAINTEXT"]
+        internal = config.advertised  # where the other brokers replicate from: INTERNAL, not published
+        assert (internal.listener, internal.host, internal.port) == ("INTERNAL", name, config.listeners[1].port)
         assert config.process_roles == {"broker"} and config.node_id == node
-        assert config.controller_address == f"controller:{controller_port}"
+        assert config.controller_address == f"controller:{controller.listeners[1].port}"  # its SASL listener
+        assert config.inter_broker_listener == "INTERNAL"
+        assert config.security_protocol("INTERNAL") == config.security_protocol("CONTROLLER") == "SASL_PLAINTEXT"
         assert listener.host == "0.0.0.0"  # reachable from other containers and through the published port
         # advertised as the service name on the same port, published 1:1 so host clients use it too
         assert (advertised.host, advertised.port) == (name, listener.port)

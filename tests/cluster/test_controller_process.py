@@ -6,10 +6,13 @@ could not read.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import uuid
 from pathlib import Path
 
+from epoch_broker.broker.config import BROKER_USER, CLUSTER_SECRET_ENV
+from epoch_broker.client.aio import PLAINTEXT, KafkaClient, Security
 from epoch_broker.drill import launcher
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import broker_registration
@@ -61,22 +64,29 @@ async def test_a_paused_controller_fences_nobody_when_it_runs_again(cluster: Clu
 
 async def test_a_forged_registration_cannot_take_a_live_brokers_place_or_an_impossible_node_id(
         cluster: Cluster) -> None:
-    """The attack of issue 14: a client on the controller port registers as live broker 1 (another incarnation,
-    its own listener) -> DUPLICATE_BROKER_REGISTRATION; node ids outside 0..2^31-1 or the controller's own ->
-    INVALID_REQUEST. Nothing is written: broker 1 keeps running, its address stays."""
+    """The attack of issue 14: a client on the controller's client port registers as live broker 1 (another
+    incarnation, its own listener) -> CLUSTER_AUTHORIZATION_FAILED: only the cluster's brokers (logged in with
+    its secret) may register. Even one that knows the secret cannot take a live broker's place
+    (DUPLICATE_BROKER_REGISTRATION) nor register an id outside 0..2^31-1 or the controller's own
+    (INVALID_REQUEST). Nothing is written: broker 1 keeps running, its address stays."""
     request = broker_registration.REQUEST
     real = (await cluster.metadata_of(0)).brokers[1]
+    controller = cluster.broker(CONTROLLER)
+    insider = Security(sasl_mechanism="SCRAM-SHA-512", username=BROKER_USER, password=cluster.file.secret)
 
-    async def register(node_id: int) -> int:
+    async def register(node_id: int, address: str, security: Security = PLAINTEXT) -> int:
         forged = request.cls(broker_id=node_id, cluster_id="", incarnation_id=uuid.uuid4().bytes, rack=None,
                              listeners=[request.Listener(name="PLAINTEXT", host="10.6.6.6", port=6666,
                                                          security_protocol=0)])
-        async with cluster.client(1000) as client:
+        async with await KafkaClient.connect(address, security=security) as client:
             return (await client.request(broker_registration.API, 0, forged)).error_code
 
-    assert await register(1) == ErrorCode.DUPLICATE_BROKER_REGISTRATION
+    for node_id in (1, -1, 1000):
+        assert await register(node_id, controller.address) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    internal = f"{controller.host}:{controller.port + 1}"  # its CONTROLLER listener, where brokers log in
+    assert await register(1, internal, insider) == ErrorCode.DUPLICATE_BROKER_REGISTRATION
     for impossible in (-1, -(2**31), 1000):
-        assert await register(impossible) == ErrorCode.INVALID_REQUEST
+        assert await register(impossible, internal, insider) == ErrorCode.INVALID_REQUEST
     assert (await cluster.metadata_of(0)).brokers[1] == real  # no registration record: its epoch stands too
     assert launcher.is_running(cluster.broker(1))
 
@@ -85,12 +95,14 @@ def test_a_second_process_with_a_live_brokers_node_id_gives_up_with_one_line(clu
     """A broker started by mistake as node 1 while node 1 runs: refused (DUPLICATE_BROKER_REGISTRATION) until
     two sessions have passed, then it exits with status 2 and one line; the real broker 1 is untouched."""
     argv = list(cluster.broker(1).argv)
-    overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{free_port()}", "log.dirs": str(tmp_path / "second")}
+    overrides = {"listeners": f"PLAINTEXT://127.0.0.1:{free_port()},INTERNAL://127.0.0.1:0",
+                 "log.dirs": str(tmp_path / "second")}
     for index, arg in enumerate(argv):
         key = arg.partition("=")[0]
         if argv[index - 1] == "--override" and key in overrides:
             argv[index] = f"{key}={overrides[key]}"
-    second = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    second = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                            env={**os.environ, CLUSTER_SECRET_ENV: cluster.file.secret})
     assert second.returncode == 2, second.stderr[-2000:]
     last = second.stderr.strip().splitlines()[-1]
     assert "DUPLICATE_BROKER_REGISTRATION" in last and "another process running as node 1" in last
