@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 
 from epoch_broker.broker.config import BROKER_USER, BrokerConfig, Endpoint, StartupError
 from epoch_broker.broker.network.server import KafkaServer, Listener
@@ -39,6 +40,8 @@ from epoch_broker.broker.security.sasl import (
     parse_jaas_users,
 )
 from epoch_broker.client.aio import PLAINTEXT, Security
+
+log = logging.getLogger(__name__)
 
 JAAS_SUFFIX = ".sasl.jaas.config"
 CLUSTER_SECRET_MECHANISM = "SCRAM-SHA-512"
@@ -68,6 +71,8 @@ async def bind_listeners(server: KafkaServer, config: BrokerConfig, credentials:
         _, port = await server.start(endpoint.host, endpoint.port,
                                      server_listener(config, endpoint.listener, credentials))
         bound.append(Endpoint(endpoint.listener, endpoint.host, port))
+        log.info("listener %s (%s) on %s:%d", endpoint.listener, config.security_protocol(endpoint.listener),
+                 endpoint.host, port)
     return dataclasses.replace(config, listeners=tuple(bound))
 
 

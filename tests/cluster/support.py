@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import subprocess
 import sys
 import threading
@@ -25,7 +26,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
-from epoch_broker.client.aio import KafkaClient
+from epoch_broker.broker.config import BROKER_USER
+from epoch_broker.client.aio import KafkaClient, Security
 from epoch_broker.drill import admin, launcher
 from epoch_broker.drill.admin import PartitionState
 from epoch_broker.drill.replicas import whole_prefix
@@ -69,6 +71,17 @@ class Cluster(testing.Cluster):
     async def client(self, node: int) -> AsyncIterator[KafkaClient]:
         """A KafkaClient to one node (broker or controller), versions negotiated."""
         async with await KafkaClient.connect(self.broker(node).address) as connected:
+            await connected.negotiate()
+            yield connected
+
+    @contextlib.asynccontextmanager
+    async def internal_client(self, node: int) -> AsyncIterator[KafkaClient]:
+        """A KafkaClient to a broker's INTERNAL listener, logged in as the cluster's brokers are (its secret): to
+        send what only brokers may send (a replica's fetch)."""
+        port = int(re.findall(r"listener INTERNAL \(\w+\) on [\d.]+:(\d+)", self.log_text(node))[-1])
+        security = Security(sasl_mechanism="SCRAM-SHA-512", username=BROKER_USER,
+                            password=self._cluster_file().secret)
+        async with await KafkaClient.connect(f"{self.broker(node).host}:{port}", security=security) as connected:
             await connected.negotiate()
             yield connected
 

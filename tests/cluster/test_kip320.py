@@ -372,8 +372,8 @@ async def test_a_paused_follower_is_fenced_truncated_and_let_back_into_the_isr_o
         assert (stale.base_offset, stale.last_offset, stale.leader_epoch) == (5, 7, old_epoch)
 
         # The fetch the zombie would send the new leader (its old epoch, from its stale log end) is fenced and
-        # moves neither the high watermark nor the ISR.
-        async with cluster.client(new_leader) as client:
+        # moves neither the high watermark nor the ISR (sent as a broker sends it: logged in with the secret).
+        async with cluster.internal_client(new_leader) as client:
             request = fetch.REQUEST.cls(
                 replica_id=zombie, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, session_id=0, session_epoch=-1,
                 forgotten_topics_data=[], topics=[fetch.REQUEST.FetchTopic(topic=ZOMBIE_TOPIC, partitions=[
