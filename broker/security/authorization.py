@@ -1,9 +1,10 @@
 """Whether a request's principal may do what it asks: the process's config around acl.py's decisions.
 
 Rules:
-- No `authorizer.class.name`: every request is allowed (Kafka's default), except CLUSTER_ACTION (what only
-  brokers send) when the cluster has a secret: then only its brokers' principal (User:epoch-broker, logged in
-  with the secret) and the super users may.
+- When the cluster has a secret, CLUSTER_ACTION (what only brokers send) is its brokers' principal
+  (User:epoch-broker, logged in with the secret) and the super users', whatever the authorizer or
+  `allow.everyone.if.no.acl.found` would say.
+- No `authorizer.class.name`: every other request is allowed (Kafka's default).
 - With the standard authorizer: `super.users` are always allowed; the rest is the ACLs' decision (acl.py),
   `allow.everyone.if.no.acl.found` deciding where no ACL applies.
 - What only brokers do (the controller's APIs, replica fetches) is CLUSTER_ACTION on the cluster, as in
@@ -50,10 +51,11 @@ def configure(config: BrokerConfig, acls: Authorizer) -> None:
 
 def authorized(config: BrokerConfig, acls: Authorizer, principal: str, peer: str, operation: AclOperation,
                resource_type: ResourceType, name: str) -> bool:
+    if config.cluster_secret and operation is AclOperation.CLUSTER_ACTION:
+        # what only brokers send: the brokers' login (or a super user), never `allow.everyone.if.no.acl.found`
+        return principal in acls.super_users
     if not config.authorizer_class_name:
-        # with a cluster secret, what only brokers send needs the brokers' principal (or a super user)
-        return not (config.cluster_secret and operation is AclOperation.CLUSTER_ACTION) or (
-            principal in acls.super_users)
+        return True
     return acls.authorize(principal, peer.rpartition(":")[0] or peer, operation, resource_type, name)
 
 

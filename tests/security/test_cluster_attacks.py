@@ -1,7 +1,7 @@
 """Issue 14's attacks, replayed from a client without credentials against a cluster the launcher started (its
-secret generated, no security configured by the user, fault hooks off with `--no-fault-hooks`): every request
-that only brokers may send is refused with an error code, every fault key with INVALID_CONFIG, and no broker
-exits or loses an acknowledged record.
+secret generated, fault hooks off with `--no-fault-hooks`), with no security configured by the user and with an
+authorizer: every request that only brokers may send is refused with an error code, every fault key with
+INVALID_CONFIG, and no broker exits or loses an acknowledged record.
 """
 
 from __future__ import annotations
@@ -34,10 +34,14 @@ RECORDS = 300
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def hardened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """3 brokers started as `epoch-broker cluster --no-fault-hooks` starts them."""
-    cluster = start_cluster(tmp_path_factory.mktemp("hardened"), 3, {"fault.hooks.enable": "false"})
+SECURED = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+           "allow.everyone.if.no.acl.found": "true"}  # clients may do what no ACL forbids; brokers' APIs stay theirs
+
+
+@pytest.fixture(scope="module", params=[{}, SECURED], ids=["no-security-configured", "with-an-authorizer"])
+def hardened(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """3 brokers started as `epoch-broker cluster --no-fault-hooks` starts them, with the param's overrides."""
+    cluster = start_cluster(tmp_path_factory.mktemp("hardened"), 3, {"fault.hooks.enable": "false", **request.param})
     try:
         yield cluster
     finally:
