@@ -15,18 +15,17 @@ from typing import Any
 
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation
+from epoch_broker.broker.security.authorization import acl_admin_refusal
 from epoch_broker.broker.security.wire import binding_from_creation
 from epoch_broker.broker.services import Services
-from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import create_acls
 
 Result = create_acls.RESPONSE.AclCreationResult
-NO_AUTHORIZER = "no authorizer is configured (authorizer.class.name)"
 
 
 @handles(create_acls.API, "0-3", roles=(BROKER, CONTROLLER))
 async def handle(context: RequestContext[Services], request: Any) -> Any:
-    refusal = _refusal(context)
+    refusal = acl_admin_refusal(context, AclOperation.ALTER)
     if refusal is not None:
         return create_acls.RESPONSE.cls(results=[Result(error_code=refusal[0], error_message=refusal[1])
                                                  for _ in request.creations])
@@ -34,10 +33,3 @@ async def handle(context: RequestContext[Services], request: Any) -> Any:
     return create_acls.RESPONSE.cls(results=[Result(error_code=error, error_message=message)
                                              for error, message in results])
 
-
-def _refusal(context: RequestContext[Services]) -> tuple[ErrorCode, str] | None:
-    if not context.services.config.authorizer_class_name:
-        return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER
-    if not context.authorized(AclOperation.ALTER):
-        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"{context.principal} may not ALTER the cluster"
-    return None

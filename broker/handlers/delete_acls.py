@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from epoch_broker.broker.handlers.create_acls import _refusal
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
+from epoch_broker.broker.security.acl import AclOperation
+from epoch_broker.broker.security.authorization import acl_admin_refusal
 from epoch_broker.broker.security.wire import filter_from_wire, matching_acl_of
 from epoch_broker.broker.services import Services
 from epoch_broker.protocol.messages import delete_acls
@@ -23,7 +24,7 @@ Result = delete_acls.RESPONSE.DeleteAclsFilterResult
 
 @handles(delete_acls.API, "0-3", roles=(BROKER, CONTROLLER))
 async def handle(context: RequestContext[Services], request: Any) -> Any:
-    refusal = _refusal(context)
+    refusal = acl_admin_refusal(context, AclOperation.ALTER)
     if refusal is not None:
         return delete_acls.RESPONSE.cls(filter_results=[
             Result(error_code=refusal[0], error_message=refusal[1], matching_acls=[]) for _ in request.filters])

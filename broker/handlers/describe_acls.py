@@ -13,6 +13,7 @@ from typing import Any
 
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
 from epoch_broker.broker.security.acl import AclBinding, AclOperation, validate_filter
+from epoch_broker.broker.security.authorization import acl_admin_refusal
 from epoch_broker.broker.security.wire import filter_from_wire
 from epoch_broker.broker.services import Services
 from epoch_broker.protocol.errors import ErrorCode
@@ -25,12 +26,9 @@ Description = describe_acls.RESPONSE.AclDescription
 
 @handles(describe_acls.API, "0-3", roles=(BROKER, CONTROLLER))
 def handle(context: RequestContext[Services], request: Any) -> Any:
-    if not context.services.config.authorizer_class_name:
-        return Response(error_code=ErrorCode.SECURITY_DISABLED, error_message="no authorizer is configured "
-                        "(authorizer.class.name)", resources=[])
-    if not context.authorized(AclOperation.DESCRIBE):
-        return Response(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, resources=[],
-                        error_message=f"{context.principal} may not DESCRIBE the cluster")
+    refusal = acl_admin_refusal(context, AclOperation.DESCRIBE)
+    if refusal is not None:
+        return Response(error_code=refusal[0], error_message=refusal[1], resources=[])
     binding_filter = filter_from_wire(request)
     if (problem := validate_filter(binding_filter)) is not None:
         return Response(error_code=ErrorCode.INVALID_REQUEST, error_message=problem, resources=[])

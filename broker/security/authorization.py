@@ -168,3 +168,13 @@ def authorized_by_resource_type(context: RequestContext[Any], operation: AclOper
             if not any(name[:end] in deny[PatternType.PREFIXED] for end in range(1, len(name) + 1)):
                 return True
     return False
+
+
+def acl_admin_refusal(context: RequestContext[Any], operation: AclOperation) -> tuple[ErrorCode, str] | None:
+    """Why an ACL API (CreateAcls, DeleteAcls: ALTER; DescribeAcls: DESCRIBE on the cluster) is refused: no
+    authorizer (SECURITY_DISABLED, as Kafka answers), or the operation not allowed; None when it may go on."""
+    if not context.services.config.authorizer_class_name:
+        return ErrorCode.SECURITY_DISABLED, "no authorizer is configured (authorizer.class.name)"
+    if not context.authorized(operation):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"{context.principal} may not {operation.name} the cluster"
+    return None
