@@ -57,8 +57,10 @@ from epoch_broker.protocol.errors import KafkaError
 from epoch_broker.storage.fs import FileSystem
 from epoch_broker.storage.log_manager import FILES_PER_SEGMENT, LogManager
 
-if TYPE_CHECKING:  # imported on first use (`group_coordinator`)
+if TYPE_CHECKING:  # imported on first use (`group_coordinator`), or when metrics are on
     from epoch_broker.broker.groups.coordinator import GroupCoordinator
+    from epoch_broker.broker.metrics import ProcessMetrics
+    from epoch_broker.broker.status import StatusServer
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,8 @@ class Broker:
         self._producer_ids = iter(())
         self._maintenance: asyncio.Task | None = None
         self._unattached: list[Any] | None = []  # records applied before registration; None once attached
+        self.metrics: ProcessMetrics | None = None  # with `metrics.listener` only
+        self.status_server: StatusServer | None = None
 
     # -- the services handlers reach (broker/services.py): there once `start` has made them ---------
 
@@ -113,10 +117,17 @@ class Broker:
     def cluster_id(self) -> str:
         return self.metadata.cluster_id or ""
 
+    @property
+    def group_coordinator_if_started(self) -> GroupCoordinator | None:
+        return self._group_coordinator
+
     def _make_channel(self) -> ControllerChannel:
         config = self.config
         if "controller" in config.process_roles:
             controller = Controller(config, FileMetadataStore(config.data_dir))
+            if self.metrics is not None:
+                controller.metrics = self.metrics
+                self.metrics.watch_controller(controller)
             controller.start()
             return EmbeddedChannel(controller)
         from epoch_broker.broker.controller.remote import RemoteChannel
@@ -129,6 +140,10 @@ class Broker:
         check_usable([config.data_dir, *config.log_dirs])
         add_config_users(config, self.metadata.credentials)
         authorization.configure(config, self.metadata.acls)
+        if config.metrics_listener:  # prometheus_client and aiohttp are imported only then
+            from epoch_broker.broker.metrics import ProcessMetrics
+
+            self.metrics = ProcessMetrics()
         if self._channel is None:
             if "controller" in config.process_roles:
                 check_metadata_log_present(config.data_dir)
@@ -157,10 +172,13 @@ class Broker:
         if (problem := self.file_budget.logs_fit()) is not None:
             raise StartupError(problem)
         clean = all(self._log_manager.was_clean_shutdown.values())
-        log.info("loaded %d partition logs (%s)", len(self._log_manager.logs),
-                 "after a clean shutdown" if clean else "no clean-shutdown marker: logs recovered")
+        if not self._log_manager.logs and not clean:  # nothing to recover: a new directory (or one never used)
+            log.info("no partition logs yet: a fresh start in %s", ", ".join(config.log_dirs))
+        else:
+            log.info("loaded %d partition logs (%s)", len(self._log_manager.logs),
+                     "after a clean shutdown" if clean else "no clean-shutdown marker: logs recovered")
         self._replica_manager = ReplicaManager(config, self._log_manager, self.metadata, self._channel, self.faults,
-                                              lambda: self.broker_epoch)
+                                              lambda: self.broker_epoch, self.metrics)
         self.dispatcher = Dispatcher(self)
         self.dispatcher.ready.clear()
         self._replica_manager.may_open_log = self.file_budget.can_open_log
@@ -171,6 +189,8 @@ class Broker:
         # a listener asked on port 0 gets the kernel's choice: every later reader of the config sees it
         self.config = config = await bind_listeners(self.server, config, self.metadata.credentials)
         self._replica_manager.config = config
+        if self.metrics is not None:
+            await self._start_status_server(self.metrics)
         advertised = config.advertised_endpoints()
         try:
             self.broker_epoch = await self._channel.register(
@@ -191,6 +211,14 @@ class Broker:
         log.info("node %d registered with broker epoch %d; %d partitions hosted", self.node_id,
                  self.broker_epoch, len(self._replica_manager.partitions))
         return config.listeners[0]
+
+    async def _start_status_server(self, metrics: ProcessMetrics) -> None:
+        from epoch_broker.broker.status import StatusServer, broker_status
+
+        controller = self._channel.controller if isinstance(self._channel, EmbeddedChannel) else None
+        metrics.watch_broker(self, lambda: len(self.server.connections) if self.server is not None else 0)
+        self.status_server = StatusServer(metrics, lambda: broker_status(self, controller))
+        await self.status_server.start(self.config.metrics_listener)
 
     def _on_metadata(self, records: list[Any]) -> None:
         for record in records:
@@ -242,6 +270,8 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("stopping node %d", self.node_id)
+        if self.status_server is not None:
+            await self.status_server.stop()
         if self._channel is not None and self.broker_epoch >= 0:
             try:  # controlled shutdown: leaderships move while this broker still serves its followers
                 await asyncio.wait_for(self._channel.shut_down(self.node_id, self.broker_epoch), timeout=5)

@@ -10,6 +10,8 @@ Rules:
 Project keys (not Kafka's):
 - `log.flush.every.append` (bool, default false): fsync the log before acknowledging every produce, for
   single-node durability (kill -9 loses nothing acknowledged). Kafka instead relies on replication.
+- `log.format` (`text` or `json`, default text): the process's own log lines on stderr (epoch_broker/logs.py);
+  json writes one object a line (ts, level, logger, msg, node, exc), for machines.
 - `controller.address` (host:port, default empty = embedded): the controller to register with when this
   process runs only `process.roles=broker` (the cluster work of issue 6). `controller.quorum.voters`
   (`id@host:port`) is accepted as the Kafka spelling of the same thing.
@@ -23,6 +25,9 @@ Project keys (not Kafka's):
   as the user `epoch-broker`, on SASL listeners that accept it) and that principal alone may send what only
   brokers send (the controller's APIs, replica fetches), even with no authorizer. `epoch-broker cluster`, the
   drill and the test kit generate one per cluster (broker/security/, drill/launcher.py).
+- `metrics.listener` (`http://host:port`, default empty = off): where this process serves its Prometheus
+  metrics (`/metrics`), its status page (`/`) and the page's data (`/api/status`); port 0 takes a free port,
+  logged at start. Without it no metric is recorded (broker/metrics.py, broker/status.py).
 - `cluster.max.partitions` (default 50000): CreateTopics and CreatePartitions that would take the cluster
   past it get POLICY_VIOLATION, checked before anything is allocated (as is Kafka's limit of 10000 new
   partitions per request).
@@ -185,6 +190,21 @@ def _text(text: str) -> str:
 _text.expected = "a string"  # type: ignore[attr-defined]
 
 
+def _http_listener(text: str) -> str:
+    """`http://host:port` (port 0: a free one), or empty for none."""
+    text = text.strip()
+    if text:
+        scheme, sep, address = text.partition("://")
+        host, colon, port = address.rstrip("/").rpartition(":")
+        if scheme.lower() != "http" or not sep or not host or not colon or not port.isdigit() or int(port) > 65535:
+            raise ValueError
+        text = f"http://{host}:{int(port)}"
+    return text
+
+
+_http_listener.expected = "http://host:port, or empty"  # type: ignore[attr-defined]
+
+
 def _scaled(parse: Callable[[str], int], factor: int) -> Callable[[str], int]:
     def scaled(text: str) -> int:
         return parse(text) * factor
@@ -249,6 +269,7 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "log.flush.interval.messages": ("log_flush_interval_messages", _int(1)),
     "log.flush.interval.ms": ("log_flush_interval_ms", _int(0)),
     "log.flush.every.append": ("log_flush_every_append", _bool),
+    "log.format": ("log_format", _choice("text", "json")),
     "fault.hooks.enable": ("fault_hooks_enable", _bool),
     "message.timestamp.type": ("message_timestamp_type", _choice("CreateTime", "LogAppendTime")),
     "log.message.timestamp.type": ("message_timestamp_type", _choice("CreateTime", "LogAppendTime")),
@@ -269,6 +290,7 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "cluster.max.partitions": ("cluster_max_partitions", _int(1)),
     "max.connections": ("max_connections", _int(0)),
     "max.connections.per.ip": ("max_connections_per_ip", _int(0)),
+    "metrics.listener": ("metrics_listener", _http_listener),
     "log.message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _int(0)),
     "log.message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _int(0)),
 }
@@ -317,6 +339,7 @@ class BrokerConfig:
     log_flush_interval_messages: int = 2**63 - 1
     log_flush_interval_ms: int | None = None
     log_flush_every_append: bool = False
+    log_format: str = "text"  # the process's own log lines (not Kafka's log.*): text, or json, one object a line
     fault_hooks_enable: bool = False
     message_timestamp_type: str = "CreateTime"
     group_initial_rebalance_delay_ms: int = 0  # Kafka: 3000, but 0 in its shipped server.properties
@@ -335,6 +358,7 @@ class BrokerConfig:
     cluster_max_partitions: int = 50_000
     max_connections: int = 2**31 - 1  # Kafka's defaults: no limit but the file-descriptor budget
     max_connections_per_ip: int = 2**31 - 1
+    metrics_listener: str = ""  # http://host:port of /metrics, the status page and /api/status (empty: off)
     message_timestamp_before_max_ms: int = 2**63 - 1  # Kafka's defaults: any timestamp is accepted
     message_timestamp_after_max_ms: int = 2**63 - 1
 

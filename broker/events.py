@@ -13,7 +13,8 @@ topic, partition, from, to, epoch), `fault` (a fault hook set or cleared on this
 
 Rules:
 - The lines go through the `epoch_broker.events` logger at INFO: they land in each process's log with the rest,
-  and `parse` finds them there (drill/runner.py merges every process's into the drill's report).
+  and `parse` finds them there (drill/runner.py merges every process's into the drill's report), in a JSON log
+  line (`log.format=json`) too.
 - Emitting never fails the caller: a field is rendered with str().
 """
 
@@ -53,7 +54,15 @@ def format_event(kind: str, fields: dict[str, Any], at: datetime | None = None) 
 
 
 def parse(line: str) -> dict[str, Any] | None:
-    """The event in a log line (fields as strings, `time` as Unix seconds), or None if it holds none."""
+    """The event in a log line (fields as strings, `time` as Unix seconds), or None if it holds none. A JSON log
+    line (`log.format=json`, epoch_broker/logs.py) is decoded first: the event is its `msg`."""
+    if line.lstrip().startswith("{"):
+        try:
+            decoded = json.loads(line)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict) and isinstance(decoded.get("msg"), str):
+            line = decoded["msg"]
     start = line.find(MARKER)
     if start < 0:
         return None

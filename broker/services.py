@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from epoch_broker.broker.faults import BrokerFaults
     from epoch_broker.broker.groups.coordinator import GroupCoordinator
     from epoch_broker.broker.metadata.image import MetadataCache
+    from epoch_broker.broker.metrics import ProcessMetrics
     from epoch_broker.broker.replica.replica_manager import ReplicaManager
     from epoch_broker.storage.log_manager import LogManager
 
@@ -28,6 +29,7 @@ class Services(Protocol):
     node_id: int
     metadata: MetadataCache
     faults: BrokerFaults
+    metrics: ProcessMetrics | None  # None unless `metrics.listener` is set
 
     @property
     def cluster_id(self) -> str: ...
@@ -47,6 +49,10 @@ class BrokerServices(Services, Protocol):
     @property
     def group_coordinator(self) -> GroupCoordinator | None:
         """Made on first use (it creates `__consumer_offsets`)."""
+
+    @property
+    def group_coordinator_if_started(self) -> GroupCoordinator | None:
+        """The group coordinator if a group API or the start made it (looking does not create it)."""
 
     async def next_producer_id(self) -> int: ...
 

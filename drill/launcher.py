@@ -36,6 +36,7 @@ from epoch_broker.broker.config import CLUSTER_SECRET_ENV, ConfigError, load_con
 
 CONTROLLER_NODE_ID = 1000
 CONTROLLER_PORT_OFFSET = 100
+METRICS_PORT_OFFSET = 200  # each process's metrics.listener (/metrics, the status page): its port + 200
 CLUSTER_FILE = "cluster.json"
 # The children run the same code as this process, installed or not (`python -m epoch_broker` from a checkout).
 SOURCE_ROOT = str(Path(__file__).resolve().parents[1])
@@ -55,7 +56,7 @@ DRILL_DEFAULTS = {
 # Keys the launcher sets per process; a cluster-wide override of one of them would break the layout.
 PER_PROCESS_KEYS = ("node.id", "broker.id", "process.roles", "listeners", "log.dirs", "log.dir",
                     "controller.address", "controller.quorum.voters", "cluster.secret", "advertised.listeners",
-                    "controller.listener.names", "inter.broker.listener.name")
+                    "controller.listener.names", "inter.broker.listener.name", "metrics.listener")
 # The listeners' protocols: the clients' PLAINTEXT, and the cluster's own SASL listeners (the secret's login).
 INTERNAL_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
 
@@ -77,6 +78,7 @@ class ProcessSpec:
     log: str
     argv: list[str]
     pid: int = 0
+    metrics_url: str = ""  # its metrics.listener: /metrics, the status page at /, /api/status
 
     @property
     def address(self) -> str:
@@ -136,14 +138,15 @@ class ClusterFile:
 
 
 def free_base_port(brokers: int, ports: range) -> int:
-    """A base port in `ports` whose broker ports (base+i) and controller ports (base+CONTROLLER_PORT_OFFSET and
-    the next, its CONTROLLER listener) are all free, checked by binding each on loopback."""
+    """A base port in `ports` whose broker ports (base+i), controller ports (base+CONTROLLER_PORT_OFFSET and
+    the next, its CONTROLLER listener) and their metrics ports (+METRICS_PORT_OFFSET) are all free, checked by
+    binding each on loopback."""
     rng = random.Random()
     for _ in range(200):
-        base = rng.randrange(ports.start, ports.stop - CONTROLLER_PORT_OFFSET - 1)
+        base = rng.randrange(ports.start, ports.stop - CONTROLLER_PORT_OFFSET - METRICS_PORT_OFFSET - 1)
+        served = [base + i for i in range(brokers)] + [base + CONTROLLER_PORT_OFFSET]
         try:
-            for port in [base + i for i in range(brokers)] + [base + CONTROLLER_PORT_OFFSET,
-                                                              base + CONTROLLER_PORT_OFFSET + 1]:
+            for port in [*served, base + CONTROLLER_PORT_OFFSET + 1, *(p + METRICS_PORT_OFFSET for p in served)]:
                 with socket.socket() as sock:
                     sock.bind(("127.0.0.1", port))
         except OSError:
@@ -160,7 +163,8 @@ def serve_argv(overrides: dict[str, str]) -> list[str]:
 
 
 def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broker_ports: list[int],
-                 overrides: dict[str, str] | None = None, host: str = "127.0.0.1") -> ClusterFile:
+                 overrides: dict[str, str] | None = None, host: str = "127.0.0.1", metrics: bool = True
+                 ) -> ClusterFile:
     """The processes of a cluster (not started): the controller first, then brokers 0..N-1, and a new secret.
 
     Every process has a PLAINTEXT listener on its port (clients, the admin CLI) and a SASL listener for the
@@ -168,7 +172,8 @@ def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broke
     CONTROLLER listener on controller_port+1 (what brokers register and heartbeat on), each broker's INTERNAL
     listener on a port the kernel picks (registered, so replicas find it). Only that login may send what
     brokers send (registrations, heartbeats, AlterPartition, replica fetches); `listener.security.protocol.map`
-    may be overridden to put TLS or other SASL logins on any of them."""
+    may be overridden to put TLS or other SASL logins on any of them. With `metrics`, each process serves its
+    metrics and status page on its port + METRICS_PORT_OFFSET (recorded in cluster.json)."""
     if len(broker_ports) != brokers:
         raise ValueError(f"{brokers} brokers need {brokers} ports, got {len(broker_ports)}")
     data = Path(data_dir).resolve()
@@ -186,8 +191,11 @@ def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broke
         process_data = data / name
         settings = {**common, "process.roles": role, "node.id": str(node_id),
                     "listeners": f"PLAINTEXT://{host}:{port},{internal}", "log.dirs": str(process_data), **extra}
+        metrics_url = f"http://{host}:{port + METRICS_PORT_OFFSET}" if metrics else ""
+        if metrics_url:
+            settings["metrics.listener"] = metrics_url
         return ProcessSpec(name, node_id, role, host, port, str(process_data), str(data / f"{name}.log"),
-                           serve_argv(settings))
+                           serve_argv(settings), metrics_url=metrics_url)
 
     controller = spec("controller", CONTROLLER_NODE_ID, "controller", controller_port,
                       f"CONTROLLER://{host}:{controller_port + 1}", {})
@@ -403,7 +411,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
     parser.add_argument("--data-dir", default="cluster-data", help="data, logs and cluster.json (./cluster-data)")
     parser.add_argument("--base-port", type=int, default=9092,
-                        help="broker i listens on base+i, the controller on base+100 (default 9092)")
+                        help="broker i listens on base+i, the controller on base+100, their metrics and status "
+                             "pages on those ports + 200 (default 9092)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a config key for every process (repeatable)")
     parser.add_argument("--no-fault-hooks", action="store_true",
@@ -417,8 +426,8 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.brokers <= 99:
         say("--brokers must be between 1 and 99")
         return 2
-    if not 1 <= args.base_port <= 65535 - CONTROLLER_PORT_OFFSET:
-        say(f"--base-port must be between 1 and {65535 - CONTROLLER_PORT_OFFSET}")
+    if not 1 <= args.base_port <= 65535 - CONTROLLER_PORT_OFFSET - METRICS_PORT_OFFSET:
+        say(f"--base-port must be between 1 and {65535 - CONTROLLER_PORT_OFFSET - METRICS_PORT_OFFSET}")
         return 2
     try:
         load_config(None, args.override)  # one line naming a bad key before anything starts
@@ -446,6 +455,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     say(f"wrote {path}")
     say(f"bootstrap servers: {cluster.bootstrap}")
+    say("status pages: " + ", ".join(f"{p.name} {p.metrics_url}/" for p in cluster.processes))
     say("running; Ctrl-C stops it")
     _watch(args.data_dir, stop, say)
     say("stopping")

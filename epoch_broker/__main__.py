@@ -7,7 +7,7 @@ Prints one ready line to stdout once the broker answers requests:
     epoch-broker: node 0 listening on 127.0.0.1:9092
 A bad config value, or an environment it cannot start in (a port in use, an unwritable data dir, too few file
 descriptors), exits with status 2 and one line naming it. SIGTERM/SIGINT stop the broker cleanly
-(exit 0). Logs go to stderr.
+(exit 0). Logs go to stderr, as text or (`log.format=json`) one JSON object a line: epoch_broker/logs.py.
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ import argparse
 import asyncio
 import contextlib
 import gc
-import logging
 import signal
 import sys
 from typing import Any
 
-from epoch_broker import __version__
+from epoch_broker import __version__, logs
 from epoch_broker.broker import events
 from epoch_broker.broker.config import BrokerConfig, ConfigError, StartupError, load_config
 from epoch_broker.drill import launcher
@@ -92,13 +91,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"epoch-broker: unknown --log-level {args.log_level!r} (one of {', '.join(LOG_LEVELS)})",
               file=sys.stderr)
         return 2
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.setup(args.log_level.upper())  # text until the config says otherwise: its warnings are logged too
     try:
         config = load_config(args.properties, args.override)
     except (ConfigError, OSError) as exc:
         print(f"epoch-broker: {exc}", file=sys.stderr)
         return 2
+    logs.use_format(config.log_format, config.node_id)
     events.set_node(config.node_id)
     try:
         import uvloop

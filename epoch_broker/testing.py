@@ -277,6 +277,16 @@ class Broker(_Both):
         return f"127.0.0.1:{self.listeners[listener.upper()]}"
 
     @property
+    def metrics_url(self) -> str:
+        """http://host:port of `/metrics`, `/` and `/api/status`, with `metrics.listener` in the config (in a
+        subprocess, give it a port: the kernel's pick for port 0 is only in the log)."""
+        if self.server is not None and self.server.status_server is not None:
+            return self.server.status_server.url
+        listener = self.config.get("metrics.listener", "")
+        assert listener and not listener.endswith(":0"), "metrics.listener with a port is needed here"
+        return listener
+
+    @property
     def pid(self) -> int | None:
         """The subprocess's pid (None in process, or stopped)."""
         return None if self.process is None or self.process.proc is None else self.process.pid
@@ -366,8 +376,10 @@ def broker(*, in_process: bool = True, data_dir: str | Path | None = None, confi
 class Cluster(_Both):
     """A controller and N brokers as processes (drill/launcher.py's, as `epoch-broker cluster` runs them)."""
 
-    def __init__(self, brokers: int, data_dir: str | Path | None, config: dict[str, str]) -> None:
+    def __init__(self, brokers: int, data_dir: str | Path | None, config: dict[str, str], metrics: bool = False
+                 ) -> None:
         self._own_dir = data_dir is None
+        self.metrics = metrics  # each process serves /metrics and its status page (ClusterFile's metrics_url)
         self.data_dir = Path(data_dir if data_dir is not None else tempfile.mkdtemp(prefix="epoch-cluster-"))
         self.brokers = brokers
         self.config = config
@@ -379,7 +391,7 @@ class Cluster(_Both):
         for attempt in range(PORT_RACE_RETRIES + 1):
             base = launcher.free_base_port(self.brokers, LISTEN_PORTS)
             plan = launcher.plan_cluster(self.data_dir, self.brokers, base + launcher.CONTROLLER_PORT_OFFSET,
-                                         [base + i for i in range(self.brokers)], self.config)
+                                         [base + i for i in range(self.brokers)], self.config, metrics=self.metrics)
             try:
                 launcher.start_cluster(plan, self.data_dir)
             except launcher.LaunchError as exc:
@@ -405,6 +417,12 @@ class Cluster(_Both):
 
     def address(self, node: int) -> str:
         return self._cluster_file().process(node).address
+
+    def metrics_url(self, node: int) -> str:
+        """http://host:port of the node's /metrics, status page and /api/status (the controller is node 1000)."""
+        url = self._cluster_file().process(node).metrics_url
+        assert url, "start the cluster with metrics=True"
+        return url
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
                      config: dict[str, Any] | None = None) -> str:
@@ -473,12 +491,13 @@ class Cluster(_Both):
 
 
 def cluster(brokers: int = 3, *, data_dir: str | Path | None = None, config: dict[str, Any] | None = None,
-            **keywords: Any) -> Cluster:
+            metrics: bool = False, **keywords: Any) -> Cluster:
     """A cluster to use in `with` or `async with`: a controller and `brokers` brokers started on entry,
-    stopped on exit (its temporary data removed)."""
+    stopped on exit (its temporary data removed). `metrics`: each process serves /metrics and its status page
+    (`metrics_url(node)`); off by default, as it adds to every process's start."""
     if not 1 <= brokers <= 9:
         raise ValueError(f"brokers must be between 1 and 9, not {brokers}")
-    return Cluster(brokers, data_dir, settings(config, keywords))
+    return Cluster(brokers, data_dir, settings(config, keywords), metrics)
 
 
 def _run(work: Coroutine[Any, Any, T]) -> T:

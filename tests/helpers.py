@@ -1,13 +1,16 @@
 """Start a real broker process for a test: `start_broker(tmp_path, overrides, node_id) -> BrokerProcess`.
 
 The process harness is the one users get (epoch_broker/testing.py's BrokerProcess, free_port); this adds only
-what the project's own tests share: `wait_for` (an awaitable condition with a bound).
+what the project's own tests share: `wait_for` (an awaitable condition with a bound), and `chromium` (Debian's
+headless Chromium, for the pages the project renders: the drill report, the status page).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import shutil
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,9 +20,22 @@ from epoch_broker.drill import launcher
 
 from epoch_broker.testing import LISTEN_PORTS, BrokerProcess, free_port
 
-__all__ = ["REPO", "BrokerProcess", "free_base_port", "free_port", "start_broker", "wait_for"]
+__all__ = ["ARTIFACTS", "REPO", "BrokerProcess", "chromium", "free_base_port", "free_port", "start_broker",
+           "wait_for"]
 
 REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "build" / "test-artifacts"  # screenshots kept for a look after the run
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run headless Chromium once (its profile in `profile`) with `args`: a page's URL and what to do with it
+    (`--screenshot=FILE`, `--dump-dom`)."""
+    binary = shutil.which("chromium")
+    assert binary, "Debian's chromium is needed (make test and .ci/run install it)"
+    return subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args], capture_output=True,
+                          text=True, timeout=120)
 
 
 def free_base_port(brokers: int) -> int:

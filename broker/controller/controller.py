@@ -35,7 +35,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from epoch_broker.broker import events
 from epoch_broker.broker.config import TOPIC_CONFIGS, BrokerConfig, topic_config, validate_topic_configs
@@ -60,6 +60,9 @@ from epoch_broker.broker.metadata.records import (
 from epoch_broker.broker.security.acl import AclBinding, AclBindingFilter, validate_binding, validate_filter
 from epoch_broker.broker.security.sasl import ScramCredential
 from epoch_broker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from epoch_broker.broker.metrics import ProcessMetrics
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +167,7 @@ class Controller:
         self.heard_since_start: set[int] = set()  # brokers with a session opened with this controller
         # node id -> (clock() when its heartbeat connection closed, the grace it has to heartbeat again)
         self.disconnected: dict[int, tuple[float, float]] = {}
+        self.metrics: ProcessMetrics | None = None  # set by the process that exports metrics
 
     def start(self) -> list[Any]:
         """Replay the store; returns every record, for the first subscriber's initial state."""
@@ -188,6 +192,8 @@ class Controller:
 
     def _commit(self, records: list[Any]) -> None:
         self.store.append(records)
+        if self.metrics is not None:  # elections and ISR changes, seen against the state they replace
+            self.metrics.record_controller_commit(self, records)
         self.records.extend(records)
         for record in records:
             self.image.apply(record)
@@ -353,6 +359,8 @@ class Controller:
     def _change_isr(topic: TopicState, state: PartitionState, isr: tuple[int, ...], why: str
                     ) -> PartitionChangeRecord:
         """An ISR-only change: same leader and leader epoch, a new partition epoch."""
+        log.info("%s-%d: ISR %s -> %s in leader epoch %d (%s)", topic.name, state.partition, list(state.isr),
+                 list(isr), state.leader_epoch, why)
         events.emit("isr", topic=topic.name, partition=state.partition, leader=state.leader,
                     epoch=state.leader_epoch, isr=isr, why=why)
         return PartitionChangeRecord(state.topic_id, state.partition, state.leader, state.leader_epoch,
@@ -383,9 +391,7 @@ class Controller:
             return PartitionChangeResult(ErrorCode.INVALID_REQUEST)
         if any(r not in self.image.live_brokers for r in set(isr) - set(state.isr)):
             return PartitionChangeResult(ErrorCode.INELIGIBLE_REPLICA)
-        if set(isr) != set(state.isr):
-            log.info("%s-%d: ISR %s -> %s (AlterPartition from broker %d)", topic.name, partition,
-                     list(state.isr), list(isr), node_id)
+        if set(isr) != set(state.isr):  # _change_isr logs it
             self._commit([self._change_isr(topic, state, isr, f"AlterPartition from broker {node_id}")])
             if (completed := self._complete_reassignment(topic, state)) is not None:
                 self._commit([completed])

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from epoch_broker.broker.config import BrokerConfig, Endpoint
 from epoch_broker.broker.controller.channel import EmbeddedChannel
@@ -31,6 +32,10 @@ from epoch_broker.broker.network.dispatch import CONTROLLER, Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
 from epoch_broker.broker.security import authorization
 from epoch_broker.broker.security.listeners import add_config_users, bind_listeners
+
+if TYPE_CHECKING:
+    from epoch_broker.broker.metrics import ProcessMetrics
+    from epoch_broker.broker.status import StatusServer
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +60,13 @@ class ControllerServer:
         self._last_check = 0.0  # loop time of the last liveness check (a long gap: this process was stopped)
         self._grace_timers: set[asyncio.TimerHandle] = set()  # liveness checks ending disconnect graces
         self.disconnect_grace_s = 2 * config.broker_heartbeat_interval_ms / 1000
+        self.metrics: ProcessMetrics | None = None  # with `metrics.listener` only
+        self.status_server: StatusServer | None = None
+        if config.metrics_listener:  # prometheus_client and aiohttp are imported only then
+            from epoch_broker.broker.metrics import ProcessMetrics
+
+            self.metrics = self.controller.metrics = ProcessMetrics()
+            self.metrics.watch_controller(self.controller)
 
     @property
     def cluster_id(self) -> str:
@@ -74,6 +86,12 @@ class ControllerServer:
         self.server = KafkaServer(dispatcher, self.config.socket_request_max_bytes,
                                   self.config.connections_max_idle_ms, on_disconnect=self._on_disconnect)
         self.config = await bind_listeners(self.server, self.config, self.metadata.credentials)
+        if self.metrics is not None:
+            from epoch_broker.broker.status import StatusServer, controller_status
+
+            self.status_server = StatusServer(self.metrics,
+                                              lambda: controller_status(self.config, self.controller, self.faults))
+            await self.status_server.start(self.config.metrics_listener)
         if not self.config.cluster_secret and not self.config.authorizer_class_name:
             log.warning("no cluster.secret and no authorizer: any client that reaches this controller can register "
                         "as a broker, fence brokers and change partition leadership (start it with cluster.secret, "
@@ -130,6 +148,8 @@ class ControllerServer:
             log.exception("liveness check failed")
 
     async def stop(self) -> None:
+        if self.status_server is not None:
+            await self.status_server.stop()
         for timer in self._grace_timers:
             timer.cancel()
         if self._liveness is not None:

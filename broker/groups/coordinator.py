@@ -113,6 +113,23 @@ class OffsetToCommit:
     metadata: str | None
 
 
+@dataclass(slots=True)
+class _LoadBatch:
+    """The `__consumer_offsets` loads running together (from the first start to the last end): counted for
+    the one INFO line that says they are done (50 partitions at a group's first use would be 50 lines)."""
+
+    started: float  # loop time
+    partitions: int = 0
+    groups: int = 0
+    records: int = 0
+    skipped: int = 0  # leadership moved while loading
+    failed: int = 0
+
+    def unfinished(self) -> str:
+        return "".join(f", {n} {what}" for n, what in ((self.skipped, "led elsewhere meanwhile"),
+                                                       (self.failed, "failed")) if n)
+
+
 class GroupCoordinator:
     def __init__(self, broker: Any) -> None:  # broker.app.Broker: typed loosely to avoid an import cycle
         self.broker = broker
@@ -125,6 +142,7 @@ class GroupCoordinator:
         self._retention_timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task] = set()
         self._loading: dict[int, asyncio.Task] = {}  # partitions being replayed (COORDINATOR_LOAD_IN_PROGRESS)
+        self._load_batch: _LoadBatch | None = None  # the loads running together: one INFO line when all are done
 
     def now_ms(self) -> int:
         """The broker's wall clock (fault.clock.offset.ms moves it): commit and group-state times, expiry."""
@@ -180,18 +198,36 @@ class GroupCoordinator:
         loop = asyncio.get_running_loop()
         for partition in range(self.num_partitions):
             if partition not in self.owned and partition not in self._loading and self._leads(partition):
+                if not self._loading:
+                    self._load_batch = _LoadBatch(loop.time())
                 self._loading[partition] = loop.create_task(self._load_in_background(partition))
 
     async def _load_in_background(self, partition: int) -> None:
+        batch = self._load_batch
+        assert batch is not None
         try:
-            await self.load(partition)
+            loaded = await self.load(partition)
         except Exception:
             log.exception("loading __consumer_offsets-%d failed", partition)
+            batch.failed += 1
+        else:
+            if loaded is None:
+                batch.skipped += 1
+            else:
+                batch.partitions += 1
+                batch.records += loaded[0]
+                batch.groups += loaded[1]
         finally:
             self._loading.pop(partition, None)
+        if not self._loading:  # the last of the loads running together (not reached when stop() cancels them)
+            self._load_batch = None
+            log.info("group coordinator loaded %d __consumer_offsets partitions: %d groups, %d records in %.0f ms%s",
+                     batch.partitions, batch.groups, batch.records,
+                     (asyncio.get_running_loop().time() - batch.started) * 1000, batch.unfinished())
 
-    async def load(self, partition: int) -> None:
+    async def load(self, partition: int) -> tuple[int, int] | None:
         """Replay one `__consumer_offsets` partition into groups (later records win, tombstones delete).
+        Returns (records read, groups loaded), or None if leadership moved meanwhile (nothing loaded).
 
         Yields to the event loop every LOAD_YIELD_RECORDS records, so a large partition does not stall the
         broker; the groups appear at once at the end (no await in between), when the partition becomes owned.
@@ -213,7 +249,7 @@ class GroupCoordinator:
             else:
                 group_offsets[(key.topic, key.partition)] = (records.decode_offset_value(value_bytes), key.topic)
         if not self._leads(partition):  # leadership moved (or the topic went) while loading
-            return
+            return None
         for group_id in metadata.keys() | offsets.keys():
             value = metadata.get(group_id)
             # Topic ids from the metadata as it is now, after the last await (a topic deleted meanwhile counts).
@@ -230,8 +266,9 @@ class GroupCoordinator:
             # Offsets of a topic that is gone (its deletion's tombstones were lost in a crash).
             self._spawn(self._delete_offsets(group, [k for k, c in group_offsets.items() if c.topic_id is None]))
         self.owned.add(partition)
-        log.info("loaded __consumer_offsets-%d: %d records, %d groups", partition, count,
-                 sum(1 for g in self.groups.values() if g.partition == partition))
+        loaded = sum(1 for g in self.groups.values() if g.partition == partition)
+        log.debug("loaded __consumer_offsets-%d: %d records, %d groups", partition, count, loaded)
+        return count, loaded
 
     def _restore(self, group: Group, value: Any) -> None:
         """A group as its last metadata record left it: Stable with its members (who keep heartbeating
@@ -556,6 +593,8 @@ class GroupCoordinator:
         if leader is None or leader.join_waiter is None:
             group.leader_id = next(m.member_id for m in group.members.values() if m.join_waiter is not None)
         group.transition(GroupState.COMPLETING_REBALANCE, self.now_ms())
+        if (metrics := self.broker.metrics) is not None:
+            metrics.record_rebalance(group.group_id)
         log.info("group %s generation %d: %d members, protocol %s, leader %s", group.group_id,
                  group.generation_id, len(group.members), group.protocol_name, group.leader_id)
         for member in group.members.values():

@@ -30,6 +30,6 @@ def handle(context: RequestContext[Services], request: Any) -> Any:
     if context.unsupported:
         return Response(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=keys)
     if context.api_version >= 3:
-        log.info("client %s from %s: %s %s", context.client_id, context.peer, request.client_software_name,
-                 request.client_software_version)
+        log.debug("client %s from %s: %s %s", context.client_id, context.peer, request.client_software_name,
+                  request.client_software_version)
     return Response(error_code=ErrorCode.NONE, api_keys=keys)

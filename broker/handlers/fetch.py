@@ -105,7 +105,13 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         remaining = deadline - loop.time()
         if total >= request.min_bytes or failed or remaining <= 0 or replicas.stopping:
             break
+        waited_from = loop.time()
         await _wait_for_data([p for _, _, p in entries if p is not None], remaining)
+        context.remote_s += loop.time() - waited_from
+    if (metrics := broker.metrics) is not None:
+        for topic in topics:
+            if size := sum(len(partition.records) for partition in topic.partitions):
+                metrics.record_fetch(topic.topic, size, replica_id >= 0)
     endpoints = _leader_endpoints(broker, entries, context.listener) if version >= 16 else []
     return Response(responses=topics, node_endpoints=endpoints)
 

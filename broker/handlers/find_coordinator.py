@@ -13,6 +13,7 @@ keep them retrying until their timeout). Other key types get INVALID_REQUEST.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
@@ -28,10 +29,14 @@ TRANSACTIONS_UNSUPPORTED = "epoch-broker does not support transactions yet (no t
 NOT_FOUND = (-1, "", -1)  # node id, host, port
 
 Location = tuple[ErrorCode, int, str, int]  # error, node id, host, port
+log = logging.getLogger(__name__)
 
 
 async def _locate_all(context: RequestContext[BrokerServices], key_type: int, keys: list[str]) -> list[Location]:
     if key_type == KEY_TYPE_TRANSACTION:
+        log.warning("FindCoordinator from client %s at %s: transactional id %s refused with "
+                    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no transaction coordinator)", context.client_id,
+                    context.peer, ", ".join(map(repr, keys)))
         return [(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, *NOT_FOUND)] * len(keys)
     if key_type != KEY_TYPE_GROUP:
         return [(ErrorCode.INVALID_REQUEST, *NOT_FOUND)] * len(keys)

@@ -13,6 +13,7 @@ epoch bump does not check that the id was handed out by us (no producer-id expir
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
@@ -24,11 +25,15 @@ from epoch_broker.protocol.messages import init_producer_id
 
 Response = init_producer_id.RESPONSE.cls
 MAX_EPOCH = 32767
+log = logging.getLogger(__name__)
 
 
 @handles(init_producer_id.API, "0-5")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if request.transactional_id is not None:
+        log.warning("InitProducerId from client %s at %s: transactional id %r refused with "
+                    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no transaction coordinator)", context.client_id,
+                    context.peer, request.transactional_id)
         return Response(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1)
     if not (context.authorized(AclOperation.IDEMPOTENT_WRITE)
             or authorized_by_resource_type(context, AclOperation.WRITE, ResourceType.TOPIC)):

@@ -71,7 +71,9 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if acks == 0:
         return None
     if acks == -1:
+        waited_from = asyncio.get_running_loop().time()
         await _wait_for_replication(results, max(request.timeout_ms, 0) / 1000)
+        context.remote_s = asyncio.get_running_loop().time() - waited_from
     return _response(context, results)
 
 

@@ -6,6 +6,8 @@ A failed step answers SASL_AUTHENTICATION_FAILED with the mechanism's message (w
 user exists), nothing else changes, and the connection is closed after the answer. A raw token (after
 SaslHandshake v0) that fails closes the connection without an answer, as Kafka does.
 Version notes: v1+ session_lifetime_ms, always 0 (no re-authentication, KIP-368).
+Logs: a principal's first login on a listener at INFO (which users this process has seen where), every later
+one at DEBUG (a login per connection is routine).
 Skipped: session re-authentication.
 """
 
@@ -22,6 +24,7 @@ from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import sasl_authenticate
 
 log = logging.getLogger(__name__)
+_logged_in: set[tuple[str, str]] = set()  # (listener, principal) seen by this process: their first login is INFO
 
 
 @handles(sasl_authenticate.API, "0-2", roles=(BROKER, CONTROLLER))
@@ -43,6 +46,9 @@ def handle(context: RequestContext[Services], request: Any) -> Any:
         return sasl_authenticate.RESPONSE.cls(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
                                               error_message=str(exc), auth_bytes=b"", session_lifetime_ms=0)
     if connection.auth_state is AuthState.AUTHENTICATED:
-        log.info("%s authenticated as %s on %s", context.peer, connection.principal, context.listener)
+        seen = (context.listener, str(connection.principal))
+        level = logging.DEBUG if seen in _logged_in else logging.INFO
+        _logged_in.add(seen)
+        log.log(level, "%s authenticated as %s on %s", context.peer, connection.principal, context.listener)
     return sasl_authenticate.RESPONSE.cls(error_code=ErrorCode.NONE, error_message=None, auth_bytes=challenge,
                                           session_lifetime_ms=0)

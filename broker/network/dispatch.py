@@ -121,6 +121,9 @@ class RequestContext(Generic[S]):
     listener: str = ""  # the name of the listener the request came in on
     principal: str = ANONYMOUS  # who sent it (SASL or the TLS client certificate)
     connection: ServerConnection | None = None  # its protocol state (the SASL handlers move it on)
+    received_at: float = 0.0  # loop time of the read that completed the request's frame (at the latest)
+    queue_s: float = 0.0  # from then until the handler ran
+    remote_s: float = 0.0  # what the handler spent waiting on others (acks=all, a long poll): the metrics'
 
     def authorized(self, operation: AclOperation, resource_type: ResourceType = ResourceType.CLUSTER,
                    name: str = CLUSTER) -> bool:
@@ -190,9 +193,9 @@ class Dispatcher:
         self.ready.set()
 
     async def handle_frame(self, frame: bytearray, peer: str, connection: ServerConnection,
-                           listener: str = "") -> list | None:
+                           listener: str = "", received_at: float | None = None) -> list | None:
         """Decode (by the connection's rules), run the handler, encode. Returns the framed response parts, or
-        None when none is due."""
+        None when none is due. `received_at`: the loop time the frame was read by (now if not given)."""
         try:
             registration, request = connection.receive_request(frame)
         except ProtocolViolation as exc:
@@ -203,11 +206,24 @@ class Dispatcher:
                 exc.request, error_response(exc.served.api, exc.request.body, ErrorCode.ILLEGAL_SASL_STATE))
         assert isinstance(registration, Registration)
         api = registration.api
-        if not self.ready.is_set():
-            await self.ready.wait()
+        loop = asyncio.get_running_loop()
         context = RequestContext(api.key, request.api_version, request.correlation_id, request.client_id,
                                  self.services, peer, request.unsupported, self.role, listener,
-                                 connection.principal, connection)
+                                 connection.principal, connection,
+                                 loop.time() if received_at is None else received_at)
+        response = await self._answer(registration, request, context)
+        parts = None if response is None else ServerConnection.encode_response(request, response)
+        if (metrics := self.services.metrics) is not None:
+            metrics.record_request(api, request.api_version, response, loop.time() - context.received_at,
+                                   context.queue_s, context.remote_s)
+        return parts
+
+    async def _answer(self, registration: Registration, request: Any, context: RequestContext) -> Any:
+        """The response object (None when none is due): the checks before the handler, then the handler."""
+        api = registration.api
+        peer = context.peer
+        if not self.ready.is_set():
+            await self.ready.wait()
         body = request.body
         if self.faults.partitioned_from or self.faults.delays_s:
             if self.faults.cut_off(peer_of(request.client_id)):
@@ -217,8 +233,7 @@ class Dispatcher:
         if registration.cluster_action and not context.authorized(AclOperation.CLUSTER_ACTION):
             log.warning("%s from %s (%s) refused: not a broker (CLUSTER_ACTION on the cluster)", api.name, peer,
                         context.principal)
-            return ServerConnection.encode_response(
-                request, error_response(api, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+            return error_response(api, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         rule = self.faults.take_request_rule(api.key)
         if rule is not None:
             if rule.delay_s:
@@ -226,8 +241,8 @@ class Dispatcher:
             if rule.drop_connection:
                 raise CloseConnection(f"fault hook dropped {api.name}")
             if rule.error is not None:
-                return ServerConnection.encode_response(request, error_response(api, body, rule.error))
-
+                return error_response(api, body, rule.error)
+        context.queue_s = asyncio.get_running_loop().time() - context.received_at
         try:
             if registration.is_async:
                 response = await registration.handler(context, body)
@@ -239,6 +254,4 @@ class Dispatcher:
         except ConnectionError as exc:  # the controller is unreachable: what Kafka answers a forward timeout
             log.warning("%s from %s answered REQUEST_TIMED_OUT: %s", api.name, peer, exc)
             response = error_response(api, body, ErrorCode.REQUEST_TIMED_OUT)
-        if response is None:
-            return None
-        return ServerConnection.encode_response(request, response)
+        return response

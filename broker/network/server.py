@@ -69,6 +69,7 @@ class KafkaConnection(asyncio.Protocol):
         self.socket_fd = -1
         self.peer = ""
         self.last_activity = 0.0
+        self.last_read = 0.0  # loop time of the last read: every buffered frame was whole by then
         self.closing = False
         self.reading = True
         self.writing_paused = False
@@ -117,7 +118,7 @@ class KafkaConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closing:
             return
-        self.last_activity = self.server.loop.time()
+        self.last_activity = self.last_read = self.server.loop.time()
         self.decoder.receive_data(data)
         self._take_next()
 
@@ -138,7 +139,7 @@ class KafkaConnection(asyncio.Protocol):
             self.resume_requests()
             return
         self.in_flight = self.server.loop.create_task(self.server.dispatcher.handle_frame(
-            frame, self.peer, self.protocol, self.listener.name))
+            frame, self.peer, self.protocol, self.listener.name, self.last_read))
         self.in_flight.add_done_callback(self._on_done)
         if self.decoder.buffered and self._frame_waiting():
             self.pause_requests()
@@ -232,7 +233,7 @@ class KafkaConnection(asyncio.Protocol):
             return
         idle_until = self.last_activity + self.server.idle_s
         if self.in_flight is None and self.server.loop.time() >= idle_until:
-            log.info("closing %s: idle for %.0f ms", self.peer, self.server.idle_s * 1000)
+            log.debug("closing %s: idle for %.0f ms", self.peer, self.server.idle_s * 1000)
             self.close()
         else:
             self._idle_timer = self.server.loop.call_at(max(idle_until, self.server.loop.time() + 0.01),

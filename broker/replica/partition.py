@@ -43,7 +43,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from epoch_broker.broker import events
 from epoch_broker.broker.faults import BrokerFaults
@@ -52,6 +52,9 @@ from epoch_broker.protocol.records import iter_batches
 from epoch_broker.storage.file_records import FileRecords
 from epoch_broker.storage.log import LogConfig, PartitionLog
 from epoch_broker.storage.producer_state import Verdict
+
+if TYPE_CHECKING:
+    from epoch_broker.broker.metrics import ProcessMetrics
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +111,7 @@ class FollowerState:
 
 class Partition:
     def __init__(self, topic: str, index: int, topic_id: bytes, log: PartitionLog, node_id: int,
-                 configs: dict[str, Any], faults: BrokerFaults) -> None:
+                 configs: dict[str, Any], faults: BrokerFaults, metrics: ProcessMetrics | None = None) -> None:
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
@@ -121,6 +124,7 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
         self.faults = faults
+        self.metrics = metrics  # counts this partition's events (None: metrics are off)
         self.leader_log_end_at_election = 0  # KIP-207, and the start offset of the current leader epoch
         self.followers: dict[int, FollowerState] = {}
         self.pending_isr: tuple[int, ...] | None = None  # the ISR asked for by the AlterPartition in flight
@@ -133,6 +137,19 @@ class Partition:
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.node_id
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+    @property
+    def under_min_isr(self) -> bool:
+        return len(self.isr) < self.configs["min.insync.replicas"]
+
+    def follower_lags(self) -> dict[int, int]:
+        """As leader: how many offsets each follower lacks (all of the log until it fetches in this epoch)."""
+        log_end = self.log.log_end_offset
+        return {replica: log_end - max(follower.log_end, 0) for replica, follower in self.followers.items()}
 
     # -- following the metadata ---------------------------------------------------------------------
 
@@ -203,6 +220,8 @@ class Partition:
             if duplicate is not None:
                 return duplicate
             info = self.log.append_as_leader(records, self.leader_epoch)
+            if self.metrics is not None:
+                self.metrics.record_produce(self.topic, len(records), info.last_offset - info.first_offset + 1)
         except UnsupportedForMessageFormat as exc:  # Kafka's answer to an old message set in Produce v3+
             return AppendResult(ErrorCode.INVALID_RECORD, message=f"record batches of magic 2 only: {exc}")
         except KafkaError as exc:
@@ -245,6 +264,8 @@ class Partition:
         ranges, never decoded."""
         error = self.leader_error(current_leader_epoch)
         if error != ErrorCode.NONE:
+            if error == ErrorCode.FENCED_LEADER_EPOCH and self.metrics is not None:
+                self.metrics.record_fenced_fetch(self.topic, replica_id >= 0)
             if error == ErrorCode.FENCED_LEADER_EPOCH and replica_id >= 0:
                 # A replica fetching in an old epoch (KIP-320's zombie) is visible in this broker's log: the
                 # fetcher may be handed over (or stopped) before it reads the answer, so its own log cannot
@@ -308,6 +329,8 @@ class Partition:
             error = self.leader_error(current_leader_epoch)
         if error == ErrorCode.NONE and replica_id == CONSUMER and not self.offsets_available:
             error = ErrorCode.OFFSET_NOT_AVAILABLE
+            if self.metrics is not None:
+                self.metrics.record_offset_not_available(self.topic)
         if error != ErrorCode.NONE:
             return OffsetAnswer(error)
         partition_log = self.log
@@ -360,6 +383,8 @@ class Partition:
                      log_end, target, epoch, end_offset)
             events.emit("truncate", topic=self.topic, partition=self.index, **{"from": log_end}, to=target,
                         epoch=epoch)
+            if self.metrics is not None:
+                self.metrics.record_truncation(self.topic, log_end - target)
         # also when nothing is cut: an epoch this replica assigned as a leader and never wrote goes (KIP-279)
         partition_log.truncate_to(target)
         return done
@@ -377,6 +402,8 @@ class Partition:
         partition_log = self.log
         if records:
             partition_log.append_as_follower(records)
+            if self.metrics is not None:
+                self.metrics.record_follower_append(self.topic, len(records))
         partition_log.high_watermark = leader_high_watermark  # bounded by our log end
         if leader_log_start_offset > partition_log.log_start_offset:
             partition_log.delete_records_before(leader_log_start_offset)

@@ -25,7 +25,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
 from epoch_broker.broker.controller.channel import ControllerChannel
@@ -41,6 +41,9 @@ from epoch_broker.protocol.records import iter_batches, iter_records
 from epoch_broker.storage.log import LONG_MAX, LogConfig
 from epoch_broker.storage.log_manager import LogManager
 from epoch_broker.storage.log_validator import ValidationRules
+
+if TYPE_CHECKING:
+    from epoch_broker.broker.metrics import ProcessMetrics
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,31 @@ def _now_ms() -> float:
     return time.monotonic() * 1000
 
 
+def _leading(topic: str, led: list[tuple[int, int, int]]) -> str:
+    """One log line for the partitions of a topic led here from one metadata change on: `t-0: leading in epoch 3
+    from offset 120` for one, and for many (`__consumer_offsets` at a group's first use: 50) one line still,
+    `t: leading 50 partitions: 0-49 in epoch 0 from offset 0`, grouped by epoch and offset."""
+    if len(led) == 1:
+        ((index, epoch, offset),) = led
+        return f"{topic}-{index}: leading in epoch {epoch} from offset {offset}"
+    by_start: dict[tuple[int, int], list[int]] = {}
+    for index, epoch, offset in sorted(led):
+        by_start.setdefault((epoch, offset), []).append(index)
+    return f"{topic}: leading {len(led)} partitions: " + "; ".join(
+        f"{_ranges(indexes)} in epoch {epoch} from offset {offset}" for (epoch, offset), indexes in by_start.items())
+
+
+def _ranges(indexes: list[int]) -> str:
+    """Sorted partition numbers as runs: [0, 1, 2, 5, 7, 8] -> `0-2, 5, 7-8`."""
+    runs: list[list[int]] = []
+    for index in indexes:
+        if runs and index == runs[-1][1] + 1:
+            runs[-1][1] = index
+        else:
+            runs.append([index, index])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
 
 def _inter_broker_link(config: BrokerConfig) -> InterBrokerLink:
     """This broker's login to its peers' inter-broker listener. A process with its own controller (one node,
@@ -85,13 +113,15 @@ def _inter_broker_link(config: BrokerConfig) -> InterBrokerLink:
 
 class ReplicaManager:
     def __init__(self, config: BrokerConfig, log_manager: LogManager, metadata: MetadataCache,
-                 channel: ControllerChannel, faults: BrokerFaults, broker_epoch: Callable[[], int]) -> None:
+                 channel: ControllerChannel, faults: BrokerFaults, broker_epoch: Callable[[], int],
+                 metrics: ProcessMetrics | None = None) -> None:
         self.config = config
         self.node_id = config.node_id
         self.log_manager = log_manager
         self.metadata = metadata
         self.channel = channel
         self.faults = faults
+        self.metrics = metrics
         self.broker_epoch = broker_epoch  # the current epoch changes when the broker re-registers
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.partitions_by_topic_id: dict[bytes, dict[int, Partition]] = {}
@@ -117,6 +147,7 @@ class ReplicaManager:
     def _sync_topic(self, topic: TopicState) -> None:
         configs = topic_config(self.config, topic.configs)
         hosted = self.partitions_by_topic_id.setdefault(topic.topic_id, {})
+        led: list[tuple[int, int, int]] = []  # (partition, leader epoch, log end offset) led here from now on
         for index, state in topic.partitions.items():
             if self.node_id not in state.replicas:
                 if (moved := hosted.pop(index, None)) is not None:  # a reassignment completed without us
@@ -132,20 +163,21 @@ class ReplicaManager:
                     continue
                 partition_log = self.log_manager.get_or_create_log(topic.name, index)
                 partition = Partition(topic.name, index, topic.topic_id, partition_log, self.node_id, configs,
-                                      self.faults)
+                                      self.faults, self.metrics)
                 hosted[index] = self.partitions[(topic.name, index)] = partition
             partition.configure(configs, log_config_for(self.config, configs))
             followed = partition.leader_id, partition.leader_epoch
             if partition.update(state.leader, state.leader_epoch, state.partition_epoch, state.replicas, state.isr,
                                 _now_ms()):
-                log.info("%s-%d: leading in epoch %d from offset %d", topic.name, index, state.leader_epoch,
-                         partition.log.log_end_offset)
+                led.append((index, state.leader_epoch, partition.log.log_end_offset))
                 if len(state.replicas) > 1 and self._isr_check is None:
                     self._isr_check = asyncio.create_task(self._check_isr(), name=f"isr-check-{self.node_id}")
             if partition.is_leader or partition.leader_id < 0:
                 self.fetchers.unfollow(partition)
             elif (partition.leader_id, partition.leader_epoch) != followed:
                 self.fetchers.follow(partition)
+        if led:
+            log.info("%s", _leading(topic.name, led))
 
     def _remove_topic(self, topic_id: bytes) -> None:
         for partition in self.partitions_by_topic_id.pop(topic_id, {}).values():
@@ -224,13 +256,15 @@ class ReplicaManager:
                     self._alter_isr(partition, tuple(r for r in partition.isr if r not in lagging))
 
     def _alter_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+        old_isr = partition.isr
         leader_epoch, partition_epoch = partition.begin_isr_change(new_isr)
-        task = asyncio.create_task(self._send_alter_partition(partition, new_isr, leader_epoch, partition_epoch))
+        task = asyncio.create_task(self._send_alter_partition(partition, old_isr, new_isr, leader_epoch,
+                                                              partition_epoch))
         self._alter_tasks.add(task)
         task.add_done_callback(self._alter_tasks.discard)
 
-    async def _send_alter_partition(self, partition: Partition, new_isr: tuple[int, ...], leader_epoch: int,
-                                    partition_epoch: int) -> None:
+    async def _send_alter_partition(self, partition: Partition, old_isr: tuple[int, ...], new_isr: tuple[int, ...],
+                                    leader_epoch: int, partition_epoch: int) -> None:
         answer = None
         try:
             result = await self.channel.alter_partition(self.node_id, self.broker_epoch(), partition.topic_id,
@@ -240,6 +274,8 @@ class ReplicaManager:
         else:
             if result.error == ErrorCode.NONE:
                 answer = result.leader_epoch, result.partition_epoch, result.isr
+                if self.metrics is not None:
+                    self.metrics.record_isr_change(len(old_isr), len(result.isr))
             else:
                 # The metadata will settle it (INELIGIBLE_REPLICA: a fenced follower; stale epochs: newer records).
                 log.info("%s-%d: AlterPartition to %s refused: %s", partition.topic, partition.index, list(new_isr),

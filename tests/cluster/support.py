@@ -44,8 +44,8 @@ class Cluster(testing.Cluster):
     """The shared cluster (epoch_broker/testing.py, what users get), with what the project's cluster tests add:
     process specs, raw clients per node, Metadata as one node answers it, the admin CLI, process logs."""
 
-    def __init__(self, directory: Path, brokers: int, overrides: dict[str, str]) -> None:
-        super().__init__(brokers, directory, overrides)
+    def __init__(self, directory: Path, brokers: int, overrides: dict[str, str], metrics: bool = False) -> None:
+        super().__init__(brokers, directory, overrides, metrics)
         self.directory = directory
 
     @property
@@ -102,9 +102,10 @@ class Cluster(testing.Cluster):
                          for spec in self._cluster_file().processes)
 
 
-def start_cluster(tmp_path: Path, brokers: int = 3, overrides: dict[str, Any] | None = None) -> Cluster:
+def start_cluster(tmp_path: Path, brokers: int = 3, overrides: dict[str, Any] | None = None,
+                  metrics: bool = False) -> Cluster:
     cluster = Cluster(Path(tmp_path) / "cluster", brokers,
-                      {key: str(value) for key, value in (overrides or {}).items()})
+                      {key: str(value) for key, value in (overrides or {}).items()}, metrics)
     cluster._start()
     return cluster
 

@@ -4,8 +4,6 @@ shading and invariants table are on it."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 from epoch_broker.drill import report
@@ -13,11 +11,7 @@ from epoch_broker.drill.checker import check_directory
 from epoch_broker.drill.history import HistoryWriter
 from PIL import Image
 
-from tests.helpers import REPO
-
-ARTIFACTS = REPO / "build" / "test-artifacts"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from tests.helpers import ARTIFACTS, chromium
 
 
 def synthetic_drill(directory: Path) -> None:
@@ -40,8 +34,6 @@ def synthetic_drill(directory: Path) -> None:
 
 
 def test_the_report_renders_in_headless_chromium_with_its_timeline(tmp_path: Path) -> None:
-    chromium = shutil.which("chromium")
-    assert chromium, "Debian's chromium is needed (make test and .ci/run install it)"
     synthetic_drill(tmp_path / "history")
     result = check_directory(tmp_path / "history")
     assert result.passed
@@ -53,15 +45,12 @@ def test_the_report_renders_in_headless_chromium_with_its_timeline(tmp_path: Pat
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "drill-report.png"
     shot.unlink(missing_ok=True)
-    run = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
-                          "--window-size=1100,1300", f"--screenshot={shot}", page.as_uri()],
-                         capture_output=True, text=True, timeout=120)
+    run = chromium(tmp_path / "profile", "--window-size=1100,1300", f"--screenshot={shot}", page.as_uri())
     assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
     colours = Image.open(shot).convert("RGB").getcolors(1 << 20) or []
     seen = {colour for _, colour in colours}
     assert (0x4E, 0x79, 0xA7) in seen  # broker 0's leader band
     assert (0xF2, 0x8E, 0x2B) in seen  # broker 1's leader band, after the epoch change
     assert (0xE3, 0xF4, 0xE1) in seen  # the invariants table's pass rows
-    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-                          page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    dom = chromium(tmp_path / "profile", "--dump-dom", page.as_uri()).stdout
     assert dom.count("class=\"leader\"") == 2 and "leader-kill broker-0" in dom

@@ -67,6 +67,7 @@ class FakeBroker:
         self.replica_manager = FakeReplicaManager(self.metadata)
         self.metadata_subscribers: list[Any] = []
         self.faults = BrokerFaults()
+        self.metrics = None  # metrics off, as without metrics.listener
 
 
 def add_topic(metadata: MetadataCache, name: str, partitions: int) -> bytes:

@@ -1,0 +1,162 @@
+"""The process's HTTP listener (`metrics.listener`): `/metrics`, the status page `/`, and its data `/api/status`.
+
+Rules:
+- Served by aiohttp on the process's own event loop: a scrape or a status read runs between two requests'
+  steps, so it reads the state the loop owns, consistent, without locks or a thread (broker/metrics.py).
+- `/metrics` is the Prometheus text format of the process's own registry. `/api/status` is JSON (its shape is
+  documented in docs/observability.md and drawn by status_page.html, a single file with no outside asset).
+- A broker's status lists every broker and partition of its metadata; a partition with a replica here also
+  gets what that replica holds (log start and end, high watermark, size, its leader-epoch-checkpoint). A
+  controller-only process has no logs and no groups: its partitions carry the metadata alone.
+- Only GET and HEAD; anything else is aiohttp's 405. The listener binds before the process says it is ready;
+  a port in use is a start-up error (exit 2), like a Kafka listener's.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.metadata
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
+from epoch_broker.broker.metrics import ProcessMetrics, consumer_lag
+from prometheus_client import generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from epoch_broker.broker.controller.controller import Controller
+    from epoch_broker.broker.faults import BrokerFaults
+    from epoch_broker.broker.metadata.image import MetadataCache
+    from epoch_broker.broker.services import BrokerServices
+
+log = logging.getLogger(__name__)
+
+PAGE = Path(__file__).with_name("status_page.html")
+VERSION = importlib.metadata.version("epoch-broker")
+
+
+class StatusServer:
+    def __init__(self, metrics: ProcessMetrics, status: Callable[[], dict[str, Any]]) -> None:
+        self.metrics = metrics
+        self.status = status
+        self.page = PAGE.read_bytes()
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def start(self, listener: str) -> str:
+        """Listen on `listener` (http://host:port); returns the URL with the bound port."""
+        host, _, port = listener.removeprefix("http://").rpartition(":")
+        app = web.Application()
+        app.router.add_get("/", self._page)
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/api/status", self._status)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, int(port), reuse_address=True)
+        try:
+            await site.start()
+        except OSError as exc:
+            await self.stop()
+            raise StartupError(f"metrics.listener {listener}: {exc.strerror or exc}") from exc
+        bound = self._runner.addresses[0]
+        self.url = f"http://{host}:{bound[1]}"
+        log.info("metrics on %s/metrics, status page on %s/", self.url, self.url)
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _page(self, _request: web.Request) -> web.Response:
+        return web.Response(body=self.page, content_type="text/html", charset="utf-8")
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        # the text format every Prometheus reads (0.0.4), not 1.0.0, which only newer ones ask for
+        return web.Response(body=generate_latest(self.metrics.registry),
+                            headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
+
+    async def _status(self, _request: web.Request) -> web.Response:
+        return web.json_response(self.status())
+
+
+# -- /api/status ------------------------------------------------------------------------------------------
+
+
+def broker_status(broker: BrokerServices, controller: Controller | None) -> dict[str, Any]:
+    """The status of a broker process (with its embedded controller, if any)."""
+    replicas = broker.replica_manager
+    hosted = {(partition.topic, partition.index): partition for partition in replicas.partitions.values()}
+    status = _common(broker.config, broker.metadata, controller, broker.faults)
+    for topic in status["topics"]:
+        for entry in topic["partitions"]:
+            partition = hosted.get((topic["name"], entry["partition"]))
+            if partition is None:
+                continue
+            partition_log = partition.log
+            entry["local"] = {
+                "role": "leader" if partition.is_leader else "follower",
+                "log_start": partition_log.log_start_offset,
+                "log_end": partition_log.log_end_offset,
+                "high_watermark": partition_log.high_watermark,
+                "size_bytes": partition_log.size,
+                "epoch_history": [{"epoch": e.epoch, "start_offset": e.start_offset}
+                                  for e in partition_log.epoch_cache.entries],
+            }
+    coordinator = broker.group_coordinator_if_started
+    offsets: dict[str, list[dict[str, Any]]] = {}
+    for group_id, topic_name, index, committed, lag in consumer_lag(broker):
+        offsets.setdefault(group_id, []).append({"topic": topic_name, "partition": index, "committed": committed,
+                                                 "lag": lag})
+    for group in coordinator.groups.values() if coordinator is not None else ():
+        epochs = {key: committed.leader_epoch for key, committed in group.offsets.items()}
+        for entry in offsets.get(group.group_id, []):
+            entry["leader_epoch"] = epochs[(entry["topic"], entry["partition"])]
+        status["groups"].append({"group_id": group.group_id, "state": str(group.state), "members": len(group.members),
+                                 "protocol": group.protocol_name, "offsets": offsets.get(group.group_id, [])})
+    return status
+
+
+def controller_status(config: BrokerConfig, controller: Controller, faults: BrokerFaults) -> dict[str, Any]:
+    """The status of a controller-only process: the metadata it commits, no logs."""
+    return _common(config, controller.image, controller, faults)
+
+
+def _common(config: BrokerConfig, metadata: MetadataCache, controller: Controller | None, faults: BrokerFaults
+            ) -> dict[str, Any]:
+    brokers = [{"id": broker_id, "host": record.host, "port": record.port,
+                "fenced": broker_id in metadata.fenced_brokers, "epoch": record.broker_epoch}
+               for broker_id, record in sorted(metadata.brokers.items())]
+    topics = []
+    for topic in metadata.topics_by_id.values():
+        min_isr = topic_config(config, topic.configs)["min.insync.replicas"]
+        partitions = []
+        for index in sorted(topic.partitions):
+            state = topic.partitions[index]
+            partitions.append({
+                "partition": index, "leader": state.leader, "leader_epoch": state.leader_epoch,
+                "partition_epoch": state.partition_epoch, "replicas": list(state.replicas), "isr": list(state.isr),
+                "under_replicated": len(state.isr) < len(state.replicas), "under_min_isr": len(state.isr) < min_isr,
+                "offline": state.leader < 0, "local": None})
+        topics.append({"name": topic.name, "topic_id": base64.urlsafe_b64encode(topic.topic_id).decode().rstrip("="),
+                       "internal": topic.name.startswith("__"), "partitions": partitions})
+    return {
+        "node_id": config.node_id,
+        "roles": sorted(config.process_roles),
+        "cluster_id": metadata.cluster_id,
+        "version": VERSION,
+        "now_ms": int(time.time() * 1000),
+        "controller": None if controller is None else {
+            "active": True, "metadata_offset": controller.end_offset - 1,
+            "fenced_brokers": len(controller.image.fenced_brokers)},
+        "brokers": brokers,
+        "topics": topics,
+        "groups": [],
+        "faults": [{"key": key, "value": value} for key, value in sorted(faults.in_force().items())],
+    }

@@ -1,0 +1,198 @@
+"""`metrics.listener`: /metrics parses as Prometheus text and its counters move with what happened; /api/status
+agrees with Metadata; bad HTTP gets HTTP errors and the broker serves on.
+
+A broker in this process (restarted once, so that its partition is in leader epoch 1) answers real clients and
+exact requests; a two-broker cluster goes through an ISR shrink, an unclean election with a truncation, a
+fenced fetch, an ISR expansion and a leader kill, each process's metrics read from its own listener.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from epoch_broker.client.aio import KafkaClient
+from epoch_broker.drill import admin
+from epoch_broker.drill.launcher import CONTROLLER_NODE_ID
+from epoch_broker.protocol.errors import ErrorCode
+from prometheus_client.parser import text_string_to_metric_families
+
+from epoch_broker import testing
+from tests.cluster import truncation_scenario as scenario
+from tests.cluster.support import (
+    fetch_request,
+    offset_for_leader_epoch_request,
+    start_cluster,
+    wait_for,
+    wait_state,
+)
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(url: str) -> Samples:
+    """Every sample of `url`/metrics, parsed by prometheus_client's own parser: (name, labels) -> value."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
+        assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = answer.read().decode()
+    return {(sample.name, frozenset(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def produce(bootstrap: str, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, f"record-{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+
+
+def test_a_broker_counts_requests_errors_and_records_and_its_status_agrees_with_metadata() -> None:
+    with testing.broker(config={"metrics.listener": "http://127.0.0.1:0"}) as broker:
+        topic = broker.create_topic("observed")
+        produce(broker.bootstrap_servers, topic, 5)
+        broker.restart()  # KIP-101: the returning leader leads epoch 1 from offset 5
+        produce(broker.bootstrap_servers, topic, 5)
+
+        async def exact_requests() -> tuple[Any, Any, admin.ClusterMetadata]:
+            async with await KafkaClient.connect(broker.bootstrap_servers) as client:
+                await client.negotiate()
+                fenced = await fetch_request(client, topic, current_leader_epoch=0)
+                unknown = await offset_for_leader_epoch_request(client, topic, version=4, current_leader_epoch=7,
+                                                                leader_epoch=0)
+            return fenced, unknown, await admin.fetch_metadata([broker.bootstrap_servers])
+
+        fenced, unknown, metadata = asyncio.run(exact_requests())
+        assert (fenced.error_code, unknown.error_code) == (ErrorCode.FENCED_LEADER_EPOCH,
+                                                           ErrorCode.UNKNOWN_LEADER_EPOCH)
+        samples = scrape(broker.metrics_url)
+
+        # counted since the restart (a new process state): 5 records, and the two refusals
+        assert value(samples, "kafka_server_brokertopicmetrics_messagesin_total", topic=topic) == 5
+        assert value(samples, "kafka_server_brokertopicmetrics_bytesin_total", topic=topic) > 5 * len("record-0")
+        assert value(samples, "kafka_network_requestmetrics_errors_total", request="Fetch",
+                     error="FENCED_LEADER_EPOCH") == 1
+        assert value(samples, "kafka_network_requestmetrics_errors_total", request="OffsetForLeaderEpoch",
+                     error="UNKNOWN_LEADER_EPOCH") == 1
+        assert value(samples, "kafka_server_replicamanager_fencedfetches_total", topic=topic, fetcher="consumer") == 1
+        assert sum(v for (name, labels), v in samples.items() if name == "kafka_network_requestmetrics_requests_total"
+                   and ("request", "Produce") in labels) >= 1
+        assert value(samples, "kafka_network_requestmetrics_totaltimems_count", request="Produce") >= 1
+        assert value(samples, "kafka_cluster_partition_leaderepoch", topic=topic, partition="0") == 1
+        assert value(samples, "kafka_log_log_logendoffset", topic=topic, partition="0") == 10
+        assert value(samples, "kafka_log_log_highwatermark", topic=topic, partition="0") == 10
+        assert value(samples, "kafka_server_replicamanager_underreplicatedpartitions") == 0
+        assert value(samples, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+
+        status = get_json(f"{broker.metrics_url}/api/status")
+        (listed,) = [t for t in status["topics"] if t["name"] == topic]
+        (partition,) = listed["partitions"]
+        expected = metadata.partitions[(topic, 0)]
+        assert (partition["leader"], partition["leader_epoch"], partition["replicas"], partition["isr"]) == (
+            expected.leader, expected.leader_epoch, list(expected.replicas), list(expected.isr))
+        assert partition["local"]["epoch_history"] == [{"epoch": 0, "start_offset": 0},
+                                                       {"epoch": 1, "start_offset": 5}]
+        assert (partition["local"]["log_end"], partition["local"]["high_watermark"]) == (10, 10)
+        assert [b["id"] for b in status["brokers"]] == sorted(metadata.brokers)
+
+        with urllib.request.urlopen(f"{broker.metrics_url}/", timeout=10) as page:
+            assert page.headers["Content-Type"].startswith("text/html")
+            assert b"api/status" in page.read()
+
+
+def test_bad_http_gets_http_errors_and_the_broker_serves_on() -> None:
+    with testing.broker(config={"metrics.listener": "http://127.0.0.1:0"}) as broker:
+        for method, path, status in (("POST", "/metrics", 405), ("GET", "/nothing", 404),
+                                     ("DELETE", "/api/status", 405)):
+            request = urllib.request.Request(f"{broker.metrics_url}{path}", method=method, data=b"x" * 100)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=10)
+            assert refused.value.code == status
+        assert value(scrape(broker.metrics_url), "kafka_server_replicamanager_partitioncount") == 0
+        broker.create_topic("still-served")
+
+
+def test_a_metrics_port_in_use_is_one_line_and_exit_status_2(tmp_path: Any) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = subprocess.run([sys.executable, "-m", "epoch_broker", "serve", "--override", f"log.dirs={tmp_path}",
+                              "--override", f"listeners=PLAINTEXT://127.0.0.1:{testing.free_port()}",
+                              "--override", f"metrics.listener=http://127.0.0.1:{port}"],
+                             capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert f"epoch-broker: metrics.listener http://127.0.0.1:{port}: " in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.slow
+async def test_a_cluster_counts_isr_changes_elections_truncations_and_fenced_fetches(tmp_path: Any) -> None:
+    cluster = start_cluster(tmp_path, brokers=2, metrics=True)
+    try:
+        a, b, topic = scenario.A, scenario.B, scenario.TOPIC
+        old_epoch = await scenario.write_with_an_unreplicated_tail(cluster)
+        assert value(scrape(cluster.metrics_url(a)), "kafka_server_replicamanager_isrshrinks_total") == 1
+
+        epochs = await scenario.elect_b_uncleanly(cluster, old_epoch)
+        on_a = scrape(cluster.metrics_url(a))
+        assert value(on_a, "kafka_server_replicafetchermanager_truncations_total", topic=topic) == 1
+        assert value(on_a, "kafka_server_replicafetchermanager_truncatedrecords_total", topic=topic) == 3
+        on_controller = scrape(cluster.metrics_url(CONTROLLER_NODE_ID))
+        assert value(on_controller, "kafka_controller_controllerstats_uncleanleaderelections_total") == 1
+
+        async with cluster.client(b) as client:  # a consumer still in the old epoch (KIP-320)
+            answer = await fetch_request(client, topic, current_leader_epoch=epochs.old)
+        assert answer.error_code == ErrorCode.FENCED_LEADER_EPOCH
+        await wait_state(cluster, topic, lambda s: s.isr == (b, a) or s.isr == (a, b), what="A back in the ISR",
+                         timeout=15)
+        on_b = scrape(cluster.metrics_url(b))
+        assert value(on_b, "kafka_network_requestmetrics_errors_total", request="Fetch",
+                     error="FENCED_LEADER_EPOCH") == 1
+        assert value(on_b, "kafka_server_replicamanager_fencedfetches_total", topic=topic, fetcher="consumer") == 1
+        assert value(on_b, "kafka_server_replicamanager_isrexpands_total") == 1
+        assert value(on_b, "kafka_cluster_partition_leaderepoch", topic=topic, partition="0") == epochs.new
+
+        elections = value(on_controller, "kafka_controller_controllerstats_leaderelections_total")
+        shrinks = value(on_controller, "kafka_controller_controllerstats_isrshrinks_total")
+        cluster.kill(b)  # the leader crashes: the controller fences it and elects A
+        await wait_state(cluster, topic, lambda s: s.leader == a, what="A leads", node=a, timeout=15)
+
+        def after_the_kill() -> Samples | None:
+            samples = scrape(cluster.metrics_url(CONTROLLER_NODE_ID))
+            return samples if value(samples, "kafka_controller_kafkacontroller_fencedbrokercount") == 1 else None
+
+        on_controller = await wait_for(lambda: asyncio.to_thread(after_the_kill), timeout=15, what="B fenced")
+        assert value(on_controller, "kafka_controller_controllerstats_leaderelections_total") == elections + 1
+        assert value(on_controller, "kafka_controller_controllerstats_isrshrinks_total") == shrinks + 1
+        assert value(on_controller, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+
+        status = await asyncio.to_thread(get_json, f"{cluster.metrics_url(a)}/api/status")
+        (partition,) = next(t for t in status["topics"] if t["name"] == topic)["partitions"]
+        history = [(e["epoch"], e["start_offset"]) for e in partition["local"]["epoch_history"]]
+        assert history == [(epochs.old, 0), (epochs.new, scenario.KEPT), (partition["leader_epoch"], 8)]
+        controller_view = await asyncio.to_thread(get_json, f"{cluster.metrics_url(CONTROLLER_NODE_ID)}/api/status")
+        assert {broker["id"]: broker["fenced"] for broker in controller_view["brokers"]} == {a: False, b: True}
+        assert controller_view["controller"]["fenced_brokers"] == 1
+    except BaseException:
+        print(cluster.log_tails())
+        raise
+    finally:
+        cluster.stop()

@@ -1,0 +1,119 @@
+"""The status page renders in a real browser: headless Chromium (Debian's `chromium`) loads `/` from a broker whose
+partition went through two leader epochs and a group that committed offsets; the page's rows, epoch bands and
+the history text come from `/api/status`. A screenshot is kept under build/test-artifacts/."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from PIL import Image
+
+from epoch_broker import testing
+from tests.helpers import ARTIFACTS, chromium
+
+TOPIC, GROUP = "orders", "billing"
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+class Element:
+    def __init__(self, tag: str, attrs: dict[str, str]) -> None:
+        self.tag, self.attrs, self.text, self.children = tag, attrs, "", []
+
+    @property
+    def classes(self) -> set[str]:
+        return set(self.attrs.get("class", "").split())
+
+    def find(self, cls: str, **attrs: str) -> list[Element]:
+        """Descendants with the class `cls` and the given attributes (data_topic= for data-topic)."""
+        wanted = {key.replace("_", "-"): value for key, value in attrs.items()}
+        found = []
+        for child in self.children:
+            if cls in child.classes and all(child.attrs.get(k) == v for k, v in wanted.items()):
+                found.append(child)
+            found.extend(child.find(cls, **attrs))
+        return found
+
+
+class Dom(HTMLParser):
+    """The rendered DOM as a tree of elements with their text (scripts and styles left out)."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.root = Element("document", {})
+        self.stack = [self.root]
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        element = Element(tag, {key: value or "" for key, value in attrs})
+        self.stack[-1].children.append(element)
+        if tag not in VOID:
+            self.stack.append(element)
+
+    def handle_endtag(self, tag: str) -> None:
+        for depth in range(len(self.stack) - 1, 0, -1):
+            if self.stack[depth].tag == tag:
+                del self.stack[depth:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        if self.stack[-1].tag not in ("script", "style"):
+            for element in self.stack:
+                element.text += data
+
+
+def busy_broker(broker: Any) -> None:
+    """Three partitions of 10 records; a restart (the returning leader's epoch 1, KIP-101); 5 more records to
+    partition 0; a group that committed 8 on every partition."""
+    broker.create_topic(TOPIC, 3)
+
+    def produce(count: int, partitions: range) -> None:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all"})
+        for p in partitions:
+            for i in range(count):
+                producer.produce(TOPIC, f"{p}-{i}".encode(), partition=p)
+        assert producer.flush(30) == 0
+
+    produce(10, range(3))
+    broker.restart()
+    produce(5, range(1))
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": GROUP})
+    consumer.commit(offsets=[TopicPartition(TOPIC, p, 8) for p in range(3)], asynchronous=False)
+    consumer.close()
+
+
+def test_the_status_page_shows_partitions_leaders_and_epoch_history_in_headless_chromium(tmp_path: Path) -> None:
+    with testing.broker(config={"metrics.listener": "http://127.0.0.1:0"}) as broker:
+        busy_broker(broker)
+        page = f"{broker.metrics_url}/"
+        # virtual time lets the page's fetch of api/status answer and render before the DOM is dumped
+        dumped = chromium(tmp_path / "profile", "--virtual-time-budget=5000", "--window-size=1280,900",
+                          "--dump-dom", page)
+        assert dumped.returncode == 0, dumped.stderr[-2000:]
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = ARTIFACTS / "status-page.png"
+        shot.unlink(missing_ok=True)
+        shown = chromium(tmp_path / "profile", "--virtual-time-budget=5000", "--window-size=1280,900",
+                         f"--screenshot={shot}", page)
+        assert shown.returncode == 0 and shot.is_file(), shown.stderr[-2000:]
+
+    dom = Dom(dumped.stdout).root
+    body = next(e for e in dom.children[0].children if e.tag == "body") if dom.children[0].tag == "html" else dom
+    assert body.attrs.get("data-loaded") == "true", dumped.stdout[-3000:]
+    rows = {int(row.attrs["data-partition"]): row for row in dom.find("partition", data_topic=TOPIC)}
+    assert sorted(rows) == [0, 1, 2]
+    for index, row in rows.items():
+        assert (row.attrs["data-leader"], row.attrs["data-leader-epoch"]) == ("0", "1")
+        (history,) = row.find("epoch-text")
+        assert history.text.split() == ["e0@0", "e1@10"]  # the restart's epoch 1 began at offset 10
+        segments = [seg for seg in row.find("epoch-seg") if "data-epoch" in seg.attrs]
+        assert [seg.attrs["data-epoch"] for seg in segments] == ["0", "1"]
+        # partition 0 wrote 5 records in epoch 1; on the others it has written none yet: a thin marker
+        assert ("empty" in segments[1].classes) == (index != 0)
+    assert dom.find("broker", data_broker="0")
+    assert dom.find("offset-row", data_group=GROUP, data_topic=TOPIC, data_partition="0")
+
+    colours = {colour for _, colour in Image.open(shot).convert("RGB").getcolors(1 << 20) or []}
+    assert len(colours) > 20, "the screenshot is blank"
