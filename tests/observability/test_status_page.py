@@ -1,14 +1,21 @@
 """The status page renders in a real browser: headless Chromium (Debian's `chromium`) loads `/` from a broker whose
 partition went through two leader epochs and a group that committed offsets; the page's rows, epoch bands and
-the history text come from `/api/status`. A screenshot is kept under build/test-artifacts/."""
+the history text come from `/api/status`. A screenshot is kept under build/test-artifacts/. The page also draws
+what a live broker rarely shows at once (status_sample.json, served as a static file): a fenced broker, an
+offline partition, an epoch begun at the log end, deleted offsets, a fault hook."""
 
 from __future__ import annotations
 
+import functools
+import http.server
+import shutil
+import threading
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from epoch_broker.broker.status import PAGE
 from PIL import Image
 
 from epoch_broker import testing
@@ -117,3 +124,32 @@ def test_the_status_page_shows_partitions_leaders_and_epoch_history_in_headless_
 
     colours = {colour for _, colour in Image.open(shot).convert("RGB").getcolors(1 << 20) or []}
     assert len(colours) > 20, "the screenshot is blank"
+
+
+def test_the_page_draws_offline_partitions_fenced_brokers_empty_epochs_and_faults(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "api").mkdir(parents=True)
+    shutil.copy(PAGE, site / "index.html")
+    shutil.copy(Path(__file__).with_name("status_sample.json"), site / "api" / "status")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        dumped = chromium(tmp_path / "profile", "--virtual-time-budget=5000", "--window-size=1280,900",
+                          "--dump-dom", f"http://127.0.0.1:{server.server_address[1]}/")
+    finally:
+        server.shutdown()
+        serving.join()
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    dom = Dom(dumped.stdout).root
+    assert [b.attrs["data-broker"] for b in dom.find("broker", data_fenced="true")] == ["3"]
+    (offline,) = dom.find("partition", data_topic=TOPIC, data_partition="2")
+    assert "offline" in offline.classes and not offline.find("epoch-band")
+    (reelected,) = dom.find("partition", data_topic=TOPIC, data_partition="1")
+    assert reelected.find("epoch-text")[0].text.split() == ["e0@0", "e1@250", "e4@900", "e6@1500"]
+    (newest,) = reelected.find("epoch-seg", data_epoch="6")
+    assert "empty" in newest.classes  # a new leader's epoch that has written nothing yet is still drawn
+    assert [f.attrs["data-key"] for f in dom.find("fault")] == ["fault.replication.paused"]
+    internal = [t for t in dom.find("topic") if t.attrs.get("data-internal") == "true"]
+    assert [t.attrs["data-topic"] for t in internal] == ["__consumer_offsets"] and "open" not in internal[0].attrs
