@@ -10,10 +10,13 @@ Rules:
   controller-only process has no logs and no groups: its partitions carry the metadata alone.
 - Only GET and HEAD; anything else is aiohttp's 405. The listener binds before the process says it is ready;
   a port in use is a start-up error (exit 2), like a Kafka listener's.
+- At most MAX_CONNECTIONS at once (a new one past it is closed at once), each closed after KEEPALIVE_S idle:
+  a flood on this port cannot take the file descriptors the logs and Kafka clients need.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import importlib.metadata
 import logging
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PAGE = Path(__file__).with_name("status_page.html")
+MAX_CONNECTIONS = 32  # a few scrapers and browsers; the rest are refused
+KEEPALIVE_S = 15.0
 VERSION = importlib.metadata.version("epoch-broker")
 
 
@@ -48,6 +53,7 @@ class StatusServer:
         self.page = PAGE.read_bytes()
         self.url = ""
         self._runner: web.AppRunner | None = None
+        self._listening: asyncio.Server | None = None
 
     async def start(self, listener: str) -> str:
         """Listen on `listener` (http://host:port); returns the URL with the bound port."""
@@ -56,20 +62,31 @@ class StatusServer:
         app.router.add_get("/", self._page)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/api/status", self._status)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=KEEPALIVE_S)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, int(port), reuse_address=True)
+        http = self._runner.server
+        assert http is not None
+
+        open_connections: set[_Counted] = set()
+
+        def connection() -> asyncio.BaseProtocol:
+            # counted when made, not when aiohttp registers it: a burst of accepts cannot slip past the cap
+            return _Counted(http(), open_connections) if len(open_connections) < MAX_CONNECTIONS else _Refused()
+
         try:
-            await site.start()
+            self._listening = await asyncio.get_running_loop().create_server(connection, host, int(port),
+                                                                             reuse_address=True)
         except OSError as exc:
             await self.stop()
             raise StartupError(f"metrics.listener {listener}: {exc.strerror or exc}") from exc
-        bound = self._runner.addresses[0]
-        self.url = f"http://{host}:{bound[1]}"
+        self.url = f"http://{host}:{self._listening.sockets[0].getsockname()[1]}"
         log.info("metrics on %s/metrics, status page on %s/", self.url, self.url)
         return self.url
 
     async def stop(self) -> None:
+        if self._listening is not None:
+            self._listening.close()
+            self._listening = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -84,6 +101,41 @@ class StatusServer:
 
     async def _status(self, _request: web.Request) -> web.Response:
         return web.json_response(self.status())
+
+
+class _Refused(asyncio.Protocol):
+    """A connection past MAX_CONNECTIONS: closed as soon as it is made."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.close()
+
+
+class _Counted(asyncio.Protocol):
+    """aiohttp's protocol for one connection, in `open_connections` from its making to its loss."""
+
+    def __init__(self, inner: asyncio.Protocol, open_connections: set[_Counted]) -> None:
+        self.inner = inner
+        self.open_connections = open_connections
+        open_connections.add(self)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.inner.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.open_connections.discard(self)
+        self.inner.connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
 
 
 # -- /api/status ------------------------------------------------------------------------------------------

@@ -70,6 +70,8 @@ def test_ports_listeners_and_the_controller_address_agree(compose: dict[str, Any
     assert controller.process_roles == {"controller"} and controller.node_id == CONTROLLER_NODE_ID
     controller_port = controller.listeners[0].port
     assert _health_port(services["controller"]) == controller_port
+    metrics_port = int(controller.metrics_listener.rpartition(":")[2])
+    assert services["controller"]["ports"] == [{"published": metrics_port, "target": metrics_port}]
 
     for node in range(BROKERS):
         name = f"broker-{node}"
@@ -85,7 +87,10 @@ def test_ports_listeners_and_the_controller_address_agree(compose: dict[str, Any
         assert listener.host == "0.0.0.0"  # reachable from other containers and through the published port
         # advertised as the service name on the same port, published 1:1 so host clients use it too
         assert (advertised.host, advertised.port) == (name, listener.port)
-        assert service["ports"] == [{"published": listener.port, "target": listener.port}]
+        # and its metrics listener (the status page), published 1:1 too
+        metrics_port = int(config.metrics_listener.rpartition(":")[2])
+        assert config.metrics_listener.startswith("http://0.0.0.0:")
+        assert service["ports"] == [{"published": port, "target": port} for port in (listener.port, metrics_port)]
         assert _health_port(service) == listener.port
         assert service["depends_on"] == {"controller": {"condition": "service_healthy"}}
     ports = [load_config(None, _parse_args(s["command"]).override).listeners[0].port for s in services.values()]

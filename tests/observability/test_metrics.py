@@ -196,3 +196,32 @@ async def test_a_cluster_counts_isr_changes_elections_truncations_and_fenced_fet
         raise
     finally:
         cluster.stop()
+
+
+def test_a_flood_of_connections_to_the_metrics_port_is_capped_and_scrapes_go_on() -> None:
+    import socket
+
+    from epoch_broker.broker.status import MAX_CONNECTIONS
+
+    with testing.broker(config={"metrics.listener": "http://127.0.0.1:0"}) as broker:
+        host, port = broker.metrics_url.removeprefix("http://").split(":")
+        flood = [socket.create_connection((host, int(port)), timeout=10) for _ in range(3 * MAX_CONNECTIONS)]
+        try:
+            # past the cap, a connection is closed at once: it reads end-of-file
+            closed = 0
+            for sock in flood[MAX_CONNECTIONS:]:
+                sock.settimeout(10)
+                closed += sock.recv(1) == b""
+            assert closed == 2 * MAX_CONNECTIONS
+        finally:
+            for sock in flood:
+                sock.close()
+
+        def scraped() -> Samples | None:
+            try:
+                return scrape(broker.metrics_url)
+            except OSError:
+                return None  # the flood's connections are still being closed
+
+        samples = testing.wait_until(scraped, "a scrape after the flood")
+        assert value(samples, "kafka_server_replicamanager_partitioncount") == 0
