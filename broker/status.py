@@ -3,8 +3,8 @@
 Rules:
 - Served by aiohttp on the process's own event loop: a scrape or a status read runs between two requests'
   steps, so it reads the state the loop owns, consistent, without locks or a thread (broker/metrics.py).
-- `/metrics` is the Prometheus text format of the process's own registry. `/api/status` is JSON (its shape is
-  documented in docs/observability.md and drawn by status_page.html, a single file with no outside asset).
+- `/metrics` is the Prometheus text format 0.0.4 (`ProcessMetrics.exposition`). `/api/status` is JSON (its
+  shape is documented in docs/observability.md and drawn by status_page.html, one file with no outside asset).
 - A broker's status lists every broker and partition of its metadata; a partition with a replica here also
   gets what that replica holds (log start and end, high watermark, size, its leader-epoch-checkpoint). A
   controller-only process has no logs and no groups: its partitions carry the metadata alone.
@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
 from epoch_broker.broker.metrics import ProcessMetrics, consumer_lag
-from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 if TYPE_CHECKING:
@@ -96,8 +95,7 @@ class StatusServer:
 
     async def _metrics(self, _request: web.Request) -> web.Response:
         # the text format every Prometheus reads (0.0.4), not 1.0.0, which only newer ones ask for
-        return web.Response(body=generate_latest(self.metrics.registry),
-                            headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
+        return web.Response(body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
 
     async def _status(self, _request: web.Request) -> web.Response:
         return web.json_response(self.status())

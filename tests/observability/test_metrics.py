@@ -225,3 +225,23 @@ def test_a_flood_of_connections_to_the_metrics_port_is_capped_and_scrapes_go_on(
 
         samples = testing.wait_until(scraped, "a scrape after the flood")
         assert value(samples, "kafka_server_replicamanager_partitioncount") == 0
+
+
+def test_the_fast_exposition_says_what_prometheus_clients_own_writer_says() -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    from prometheus_client import generate_latest
+
+    with testing.broker(config={"metrics.listener": "http://127.0.0.1:0"}) as broker:
+        topic = broker.create_topic("plain", 3)
+        produce(broker.bootstrap_servers, topic, 3)
+        odd_group = 'a "quoted" group\\with a backslash'  # label values to escape
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": odd_group})
+        consumer.commit(offsets=[TopicPartition(topic, 0, 2)], asynchronous=False)
+        consumer.close()
+        ours = scrape(broker.metrics_url)
+        reference_text = generate_latest(broker.server.metrics.registry).decode()
+    reference = {(sample.name, frozenset(sample.labels.items())): sample.value
+                 for family in text_string_to_metric_families(reference_text) for sample in family.samples}
+    # the same series (their values move with the requests between the two reads)
+    assert ours.keys() == reference.keys()
+    assert value(ours, "kafka_consumergroup_current_offset", consumergroup=odd_group, topic=topic, partition="0") == 2
