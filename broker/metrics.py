@@ -278,8 +278,8 @@ class ProcessMetrics:
         """The Prometheus text format (0.0.4) of `families()`."""
         lines: list[str] = []
         for family in self.families():
-            lines.append(f"# HELP {family.name} {_escape_help(family.documentation)}\n"
-                         f"# TYPE {family.name} {family.type}\n")
+            name = f"{family.name}_total" if family.type == "counter" else family.name  # as 0.0.4 names a counter
+            lines.append(f"# HELP {name} {_escape_help(family.documentation)}\n# TYPE {name} {family.type}\n")
             lines.extend(f"{sample.name}{_labels(sample.labels)} {_number(sample.value)}\n"
                          for sample in family.samples)
         return "".join(lines).encode()

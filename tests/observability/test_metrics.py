@@ -35,13 +35,16 @@ from tests.cluster.support import (
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
-def scrape(url: str) -> Samples:
-    """Every sample of `url`/metrics, parsed by prometheus_client's own parser: (name, labels) -> value."""
+def scrape_text(url: str) -> str:
     with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
         assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        text = answer.read().decode()
+        return answer.read().decode()
+
+
+def scrape(url: str) -> Samples:
+    """Every sample of `url`/metrics, parsed by prometheus_client's own parser: (name, labels) -> value."""
     return {(sample.name, frozenset(sample.labels.items())): sample.value
-            for family in text_string_to_metric_families(text) for sample in family.samples}
+            for family in text_string_to_metric_families(scrape_text(url)) for sample in family.samples}
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
@@ -238,10 +241,13 @@ def test_the_fast_exposition_says_what_prometheus_clients_own_writer_says() -> N
         consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": odd_group})
         consumer.commit(offsets=[TopicPartition(topic, 0, 2)], asynchronous=False)
         consumer.close()
-        ours = scrape(broker.metrics_url)
+        ours_text = scrape_text(broker.metrics_url)
         reference_text = generate_latest(broker.server.metrics.registry).decode()
-    reference = {(sample.name, frozenset(sample.labels.items())): sample.value
-                 for family in text_string_to_metric_families(reference_text) for sample in family.samples}
-    # the same series (their values move with the requests between the two reads)
-    assert ours.keys() == reference.keys()
+        ours = scrape(broker.metrics_url)
+    families, reference_families = (
+        {(family.name, family.type): {(sample.name, frozenset(sample.labels.items()))
+                                      for sample in family.samples if not sample.name.endswith("_created")}
+         for family in text_string_to_metric_families(text)} for text in (ours_text, reference_text))
+    # the same families, typed alike, with the same series (their values move with the requests between the reads)
+    assert families == reference_families
     assert value(ours, "kafka_consumergroup_current_offset", consumergroup=odd_group, topic=topic, partition="0") == 2
