@@ -1,7 +1,9 @@
 """Where the controller keeps cluster metadata: a `MetadataStore`, replayed at start.
 
 Backends implement `load` and `append` (and `close`): `file.py` (the default, `cluster-metadata.log` in the
-data dir); the ZooKeeper-backed store lands beside it. The controller never knows which one it writes to.
+data dir) and `zookeeper.py` (the log in ZooKeeper, appended only by the controller elected there, fenced by the
+controller epoch; its wiring into the controller processes is the next step of issue 13). The controller never
+knows which one it writes to.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ class MetadataStore(Protocol):
     def append(self, records: list[Any]) -> None:
         """Make `records` durable, in order, before returning."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the store; closing twice is harmless."""
+
+
+class NotController(Exception):
+    """This process may not append: another controller is elected (or this one never was)."""
 
 
 class CorruptMetadataLog(Exception):

@@ -65,4 +65,6 @@ class FileMetadataStore:
         os.fsync(self._fd)
 
     def close(self) -> None:
-        os.close(self._fd)
+        if self._fd >= 0:  # closing twice is harmless
+            os.close(self._fd)
+            self._fd = -1

@@ -1,0 +1,170 @@
+"""`ZooKeeperMetadataStore`: the controller's metadata log in ZooKeeper, appended by the elected controller only.
+
+Layout, under the chroot of `zookeeper.connect` (`host:port[,host:port...][/chroot]`), in Kafka's names where
+Kafka has one::
+
+    /controller                    ephemeral, the elected controller: {"version":1,"brokerid":N,"timestamp":"ms"}
+    /controller_epoch              the controller epoch, a decimal number; its znode version fences every append
+    /epoch_broker/metadata_log/batch-0000000000, ...
+                                   persistent sequential znodes, one per append: its records as UTF-8 JSON
+                                   lines (file.py's format), or for an append over ZNODE_BYTES a line
+                                   `@chunks` and the names of the chunks that hold them, in order
+    /epoch_broker/metadata_chunks/chunk-0000000000, ...
+                                   the parts of a large append, each at most ZNODE_BYTES of JSON lines
+
+Rules:
+- `elect(node_id)` creates `/controller` (ephemeral: it goes with the session) and then increments
+  `/controller_epoch` by compare-and-set; the new epoch and its znode version are this store's fence. A
+  controller already there is `NotController` naming it.
+- `append` is one ZooKeeper multi-op: a check that `/controller_epoch` still has the version this store set,
+  then the batch's create. A controller that lost its election (its session expired and another one was
+  elected meanwhile, a zombie) writes nothing and gets `NotController`; so does one whose session expired, and
+  one never elected. A ConnectionLoss (the multi-op may or may not have landed) is raised as it is.
+- ZooKeeper refuses a request over 1 MiB, a multi-op too: a large append writes its chunks first, then commits
+  the batch that names them with the epoch check. It lands whole or not at all: chunks no batch names (a zombie's,
+  or a crash's between the two steps) are never read. `load` reads the batches in sequence order.
+- Every call is a blocking network call to ZooKeeper (kazoo's threads do the IO): a caller on an event loop runs
+  it in an executor and takes the result back on the loop.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from epoch_broker.broker.controller.store import CorruptMetadataLog, NotController
+from epoch_broker.broker.metadata.records import from_json, to_json
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    BadVersionError,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+    SessionExpiredError,
+)
+
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+LOG = "/epoch_broker/metadata_log"
+CHUNKS = "/epoch_broker/metadata_chunks"
+BATCH_PREFIX = "batch-"
+CHUNK_PREFIX = "chunk-"
+CHUNKED = b"@chunks\n"
+ZNODE_BYTES = 512 * 1024  # well under ZooKeeper's 1 MiB jute.maxbuffer
+
+
+class ZooKeeperMetadataStore:
+    def __init__(self, connect: str, session_timeout_ms: int = 18_000, connection_timeout_ms: int | None = None
+                 ) -> None:
+        hosts, slash, chroot = connect.partition("/")
+        self.root = f"/{chroot.strip('/')}" if slash and chroot.strip("/") else ""
+        self.client = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000)
+        self.client.start(timeout=(connection_timeout_ms or session_timeout_ms) / 1000)
+        self.client.ensure_path(self._path(LOG))
+        self.client.ensure_path(self._path(CHUNKS))
+        self.epoch = -1  # the controller epoch this store won, and the version of its znode
+        self._epoch_version = -1
+
+    def _path(self, path: str) -> str:
+        return self.root + path
+
+    # -- leadership ---------------------------------------------------------------------------------
+
+    def elect(self, node_id: int) -> int:
+        """Become the controller: returns the new controller epoch, or raises NotController naming the holder."""
+        claim = json.dumps({"version": 1, "brokerid": node_id, "timestamp": str(int(time.time() * 1000))})
+        try:
+            self.client.create(self._path(CONTROLLER), claim.encode(), ephemeral=True)
+        except NodeExistsError:
+            raise NotController(f"controller {self.controller_id()} is elected") from None
+        path = self._path(CONTROLLER_EPOCH)
+        while True:  # compare-and-set: a zombie of an earlier epoch may still be writing it
+            try:
+                data, stat = self.client.get(path)
+            except NoNodeError:
+                try:
+                    self.client.create(path, b"1")
+                except NodeExistsError:
+                    continue
+                self.epoch, self._epoch_version = 1, 0
+                return self.epoch
+            try:
+                stat = self.client.set(path, str(int(data) + 1).encode(), version=stat.version)
+            except BadVersionError:
+                continue
+            self.epoch, self._epoch_version = int(data) + 1, stat.version
+            return self.epoch
+
+    def controller_id(self) -> int:
+        """The elected controller's node id, -1 if none."""
+        try:
+            data, _ = self.client.get(self._path(CONTROLLER))
+        except NoNodeError:
+            return -1
+        return int(json.loads(data)["brokerid"])
+
+    # -- the metadata log ---------------------------------------------------------------------------
+
+    def load(self) -> list[Any]:
+        log = self._path(LOG)
+        records: list[Any] = []
+        for name in sorted(self.client.get_children(log)):
+            data, _ = self.client.get(f"{log}/{name}")
+            if data.startswith(CHUNKED):
+                data = b"".join(self.client.get(self._path(f"{CHUNKS}/{chunk}"))[0]
+                                for chunk in data[len(CHUNKED):].decode().split())
+            for number, line in enumerate(data.decode().splitlines()):
+                try:
+                    records.append(from_json(line))
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise CorruptMetadataLog(f"{log}/{name}: bad record on line {number + 1}: {exc}") from exc
+        return records
+
+    def append(self, records: list[Any]) -> None:
+        if self._epoch_version < 0:
+            raise NotController("this controller was never elected")
+        chunks = _chunks([to_json(record) + "\n" for record in records])
+        if len(chunks) == 1:
+            batch = chunks[0]
+        else:  # written first, read only once the batch naming them is committed
+            names = [self.client.create(self._path(f"{CHUNKS}/{CHUNK_PREFIX}"), chunk, sequence=True)
+                     for chunk in chunks]
+            batch = CHUNKED + "\n".join(name.rpartition("/")[2] for name in names).encode()
+        transaction = self.client.transaction()
+        transaction.check(self._path(CONTROLLER_EPOCH), self._epoch_version)
+        transaction.create(self._path(f"{LOG}/{BATCH_PREFIX}"), batch, sequence=True)
+        try:
+            results = transaction.commit()
+        except SessionExpiredError:  # the claim went with the session: another controller may be elected now
+            self._epoch_version = -1
+            raise NotController(f"the session of controller epoch {self.epoch} expired") from None
+        if isinstance(results[0], BadVersionError | NoNodeError | RolledBackError):
+            self._epoch_version = -1
+            raise NotController(f"controller epoch {self.epoch} is over: another controller was elected")
+        if failed := [r for r in results if isinstance(r, KazooException)]:
+            raise failed[0]
+
+    def close(self) -> None:
+        """End the session (its `/controller` claim goes with it); closing twice is harmless."""
+        if self.client.connected or self.client.state != "LOST":
+            self.client.stop()
+            self.client.close()
+
+
+def _chunks(lines: list[str]) -> list[bytes]:
+    """The lines joined into znode payloads of at most ZNODE_BYTES (a line larger than that is one payload)."""
+    chunks: list[bytes] = []
+    current: list[bytes] = []
+    size = 0
+    for line in lines:
+        encoded = line.encode()
+        if current and size + len(encoded) > ZNODE_BYTES:
+            chunks.append(b"".join(current))
+            current, size = [], 0
+        current.append(encoded)
+        size += len(encoded)
+    if current:
+        chunks.append(b"".join(current))
+    return chunks

@@ -1,0 +1,127 @@
+"""A ZooKeeper server process for clusters whose controllers keep their state in ZooKeeper (issue 13): the
+launcher's `--zookeeper embedded`, and the tests' real ZooKeeper.
+
+It runs Debian's `zookeeper` package (ZooKeeper 3.8 on Java 17), standalone, on loopback: a `zoo.cfg` in its
+data dir, the server's output in `zookeeper.log` there, ready once the `srvr` four-letter word answers.
+
+Rules:
+- A short tick (`tick_ms`, default 500) so that sessions of about a second can be asked for (a drill's failover
+  is measured in session timeouts); `minSessionTimeout` follows it.
+- Its admin HTTP server is off (it would take port 8080) and only the `ruok`, `srvr`, `stat`, `mntr` and `conf`
+  four-letter words answer.
+- A start that cannot find Java or the package's jars says which is missing; a server that does not answer in
+  time is stopped and its log's tail is in the error. It is stopped by its pid, started here.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+JARS_DIR = Path("/usr/share/java")
+JARS = ("zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-log4j12.jar", "log4j-1.2.jar")
+MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
+HEAP_FLAGS = ("-Xms32m", "-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")  # about 60 MB of RSS
+READY_TIMEOUT_S = 30.0
+LOG4J = """log4j.rootLogger=INFO, FILE
+log4j.appender.FILE=org.apache.log4j.FileAppender
+log4j.appender.FILE.File={log}
+log4j.appender.FILE.layout=org.apache.log4j.PatternLayout
+log4j.appender.FILE.layout.ConversionPattern=%d{{ISO8601}} %-5p %c{{1}}: %m%n
+"""
+
+
+class ZooKeeperError(RuntimeError):
+    """ZooKeeper could not be started (the message says why)."""
+
+
+def four_letter_word(host: str, port: int, word: str, timeout_s: float = 2.0) -> str:
+    """The server's answer to a four-letter word (`ruok`, `srvr`, ...); raises OSError if it cannot answer."""
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.sendall(word.encode())
+        chunks = []
+        while chunk := sock.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
+
+
+class ZooKeeperServer:
+    """One standalone ZooKeeper server on `host`:`port`, its data in `data_dir`."""
+
+    def __init__(self, data_dir: str | Path, port: int, host: str = "127.0.0.1", tick_ms: int = 500) -> None:
+        self.data_dir = Path(data_dir)
+        self.host, self.port, self.tick_ms = host, port, tick_ms
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def connect(self) -> str:
+        """The `zookeeper.connect` string for it."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "zookeeper.log"
+
+    def _configure(self) -> list[str]:
+        java = shutil.which("java")
+        missing = [name for name in JARS if not (JARS_DIR / name).is_file()]
+        if java is None or missing:
+            raise ZooKeeperError("ZooKeeper needs Debian's zookeeper package and Java (apt-get install zookeeper "
+                                 f"libslf4j-java): {'no java' if java is None else 'missing ' + ', '.join(missing)}")
+        conf = self.data_dir / "conf"
+        conf.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "data").mkdir(exist_ok=True)
+        # a Java properties file: no comment after a value on its line
+        (conf / "zoo.cfg").write_text("\n".join([
+            f"tickTime={self.tick_ms}", f"dataDir={self.data_dir / 'data'}", f"clientPort={self.port}",
+            f"clientPortAddress={self.host}", "admin.enableServer=false",
+            "4lw.commands.whitelist=ruok,srvr,stat,mntr,conf", f"minSessionTimeout={2 * self.tick_ms}",
+            "initLimit=10", "syncLimit=5", ""]))
+        (conf / "log4j.properties").write_text(LOG4J.format(log=self.log_path))
+        classpath = ":".join([str(conf), *(str(JARS_DIR / name) for name in JARS)])
+        return [java, *HEAP_FLAGS, "-cp", classpath, MAIN, str(conf / "zoo.cfg")]
+
+    def start(self, timeout_s: float = READY_TIMEOUT_S) -> ZooKeeperServer:
+        """Start the server and return once it answers `srvr`."""
+        argv = self._configure()
+        with open(self.data_dir / "zookeeper.out", "ab") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.proc.poll() is not None:
+                raise ZooKeeperError(f"ZooKeeper on {self.connect} exited with status {self.proc.returncode}: "
+                                     f"{self._tail()}")
+            try:
+                if "Mode:" in four_letter_word(self.host, self.port, "srvr"):
+                    return self
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ZooKeeperError(f"ZooKeeper on {self.connect} did not answer within {timeout_s:.0f} s: "
+                                     f"{self._tail()}")
+            time.sleep(0.05)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after `timeout_s`."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def _tail(self, lines: int = 15) -> str:
+        found = []
+        for path in (self.data_dir / "zookeeper.out", self.log_path):
+            if path.is_file():
+                found.extend(path.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(found) or "(no output)"

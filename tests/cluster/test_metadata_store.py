@@ -1,0 +1,142 @@
+"""The controller's store contract, run against every backend: the file store and ZooKeeper (a real ZooKeeper
+server from Debian's package, started here on a free loopback port). Then what only a replicated store has:
+one elected controller, and a zombie controller (its session expired, another elected) that appends nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from epoch_broker.broker.controller.store import MetadataStore, NotController
+from epoch_broker.broker.controller.store.file import FileMetadataStore
+from epoch_broker.broker.controller.store.zookeeper import CONTROLLER, CONTROLLER_EPOCH, ZooKeeperMetadataStore
+from epoch_broker.broker.metadata.records import ClusterRecord, PartitionChangeRecord, PartitionRecord, TopicRecord
+from epoch_broker.drill.zookeeper import ZooKeeperServer
+from kazoo.client import KazooClient
+
+from epoch_broker.testing import free_port, wait_until
+
+OpenStore = Callable[[], MetadataStore]
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"), free_port()).start()
+    yield server
+    server.stop()
+
+
+def zookeeper_store(connect: str, node_id: int = 0, elect: bool = True) -> ZooKeeperMetadataStore:
+    store = ZooKeeperMetadataStore(connect, session_timeout_ms=4000)
+    if elect:
+        store.elect(node_id)
+    return store
+
+
+@pytest.fixture(params=["file", "zookeeper"])
+def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenStore]:
+    """Opens the same store again each call (a directory, or a chroot of its own), ready to append."""
+    opened: list[MetadataStore] = []
+    if request.param == "file":
+        def make() -> MetadataStore:
+            return FileMetadataStore(str(tmp_path / "controller"))
+    else:
+        connect = f"{request.getfixturevalue('zookeeper').connect}/test-{uuid.uuid4().hex}"
+
+        def make() -> MetadataStore:
+            return zookeeper_store(connect)
+
+    def opening() -> MetadataStore:
+        store = make()
+        opened.append(store)
+        return store
+
+    yield opening
+    for store in opened:
+        store.close()
+
+
+def topic(name: str, partitions: int) -> list[Any]:
+    topic_id = uuid.uuid4().bytes
+    return [TopicRecord(name, topic_id, {"retention.ms": "1000"}),
+            *(PartitionRecord(topic_id, p, (0, 1, 2), (0, 1, 2), p % 3) for p in range(partitions))]
+
+
+def test_a_new_store_is_empty(open_store: OpenStore) -> None:
+    assert open_store().load() == []
+
+
+def test_appends_come_back_in_order_after_a_reopen(open_store: OpenStore) -> None:
+    store = open_store()
+    appended = [[ClusterRecord("cluster")], topic("t", 3), [PartitionChangeRecord(b"\x01" * 16, 0, 1, 1, 1, (1, 2))]]
+    for records in appended:
+        store.append(records)
+    store.close()
+    assert open_store().load() == [record for records in appended for record in records]
+
+
+def test_a_large_append_lands_whole(open_store: OpenStore) -> None:
+    store = open_store()
+    store.append([ClusterRecord("cluster")])
+    big = topic("big", 10_000)  # about 1.5 MB of records: more than one znode can hold
+    store.append(big)
+    store.close()
+    assert open_store().load() == [ClusterRecord("cluster"), *big]
+
+
+# --- what only a replicated store has ---------------------------------------------------------------------------
+
+def test_only_one_controller_is_elected_while_its_session_lives(zookeeper: ZooKeeperServer) -> None:
+    connect = f"{zookeeper.connect}/test-{uuid.uuid4().hex}"
+    first, second = zookeeper_store(connect, node_id=1000), zookeeper_store(connect, node_id=1001, elect=False)
+    try:
+        assert first.epoch == 1
+        with pytest.raises(NotController, match="controller 1000 is elected"):
+            second.elect(1001)
+        with pytest.raises(NotController):
+            second.append([ClusterRecord("not mine")])
+        first.append([ClusterRecord("cluster")])
+        assert second.load() == [ClusterRecord("cluster")]
+    finally:
+        first.close()
+        second.close()
+    successor = zookeeper_store(connect, node_id=1001)  # the first one's session closed: its claim is gone
+    try:
+        assert (successor.epoch, successor.controller_id()) == (2, 1001)
+    finally:
+        successor.close()
+
+
+def test_a_zombie_controller_appends_nothing_once_another_is_elected(zookeeper: ZooKeeperServer) -> None:
+    connect = f"{zookeeper.connect}/test-{uuid.uuid4().hex}"
+    root = connect.partition("/")[2]
+    zombie = zookeeper_store(connect, node_id=1000)
+    successor = zookeeper_store(connect, node_id=1001, elect=False)
+    inspector = KazooClient(hosts=zookeeper.connect)
+    inspector.start(10)
+    try:
+        zombie.append([ClusterRecord("cluster")])
+        # its session expires (as when it is paused past the session timeout): ZooKeeper drops its claim
+        session = KazooClient(hosts=zookeeper.connect, client_id=zombie.client.client_id)
+        session.start(10)
+        session.stop()
+        session.close()
+        wait_until(lambda: inspector.exists(f"/{root}{CONTROLLER}") is None, "the zombie's claim gone")
+        assert successor.elect(1001) == 2
+        successor.append([ClusterRecord("after the failover")])
+        with pytest.raises(NotController, match="controller epoch 1"):  # its session expired, or the epoch moved
+            zombie.append([ClusterRecord("from the zombie")])
+        with pytest.raises(NotController):  # and stays fenced on its next session
+            zombie.append([ClusterRecord("from the zombie, again")])
+        assert successor.load() == [ClusterRecord("cluster"), ClusterRecord("after the failover")]
+        epoch, stat = inspector.get(f"/{root}{CONTROLLER_EPOCH}")
+        assert (epoch, stat.version) == (b"2", 1)
+    finally:
+        inspector.stop()
+        inspector.close()
+        zombie.close()
+        successor.close()
