@@ -1,6 +1,7 @@
 """The controller's store contract, run against every backend: the file store and ZooKeeper (a real ZooKeeper
 server from Debian's package, started here on a free loopback port). Then what only a replicated store has:
-one elected controller, and a zombie controller (its session expired, another elected) that appends nothing.
+one elected controller, a zombie controller (its session expired, another elected) that appends nothing, and a
+three-node ZooKeeper ensemble that loses its leader and serves on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from epoch_broker.broker.controller.store import MetadataStore, NotController
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.controller.store.zookeeper import CONTROLLER, CONTROLLER_EPOCH, ZooKeeperMetadataStore
 from epoch_broker.broker.metadata.records import ClusterRecord, PartitionChangeRecord, PartitionRecord, TopicRecord
-from epoch_broker.drill.zookeeper import ZooKeeperServer
+from epoch_broker.drill.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
 from kazoo.client import KazooClient
 
 from epoch_broker.testing import free_port, wait_until
@@ -140,3 +141,28 @@ def test_a_zombie_controller_appends_nothing_once_another_is_elected(zookeeper: 
         inspector.close()
         zombie.close()
         successor.close()
+
+
+def test_an_ensemble_that_loses_its_leader_keeps_the_log_and_elects_controllers(tmp_path: Path) -> None:
+    ensemble = ZooKeeperEnsemble(tmp_path, [(free_port(), free_port(), free_port()) for _ in range(3)]).start()
+    connect = f"{ensemble.connect}/cluster"
+    controller = zookeeper_store(connect, node_id=1000)
+    try:
+        controller.append([ClusterRecord("cluster")])
+        ensemble.leader().kill()  # the ZooKeeper leader crashes: the other two elect one and serve on
+        wait_until(lambda: any(member.mode() == "leader" for member in ensemble.members if member.proc),
+                   "a new ZooKeeper leader")
+        controller.append(topic("t", 3))  # same session, same claim: still the controller
+        controller.close()
+        successor = zookeeper_store(connect, node_id=1001)
+        try:
+            assert successor.epoch == 2
+            successor.append([ClusterRecord("after")])
+            assert [type(r).__name__ for r in successor.load()] == [
+                "ClusterRecord", "TopicRecord", "PartitionRecord", "PartitionRecord", "PartitionRecord",
+                "ClusterRecord"]
+        finally:
+            successor.close()
+    finally:
+        controller.close()
+        ensemble.stop()
