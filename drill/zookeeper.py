@@ -140,6 +140,17 @@ class ZooKeeperServer:
                 self.proc.wait()
         self.proc = None
 
+    def cli(self, *command: str, timeout_s: float = 60.0) -> str:
+        """ZooKeeper's own CLI (`zkCli`) run once against this server, e.g. `cli("get", "/controller")`: what
+        it prints."""
+        java = shutil.which("java")
+        assert java is not None, "ZooKeeper's CLI needs Java"
+        classpath = ":".join(str(JARS_DIR / name) for name in JARS)
+        run = subprocess.run([java, *HEAP_FLAGS, "-Dlog4j.configuration=none", "-cp", classpath,
+                              "org.apache.zookeeper.ZooKeeperMain", "-server", self.connect, *command],
+                             capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+        return run.stdout
+
     def kill(self) -> None:
         """SIGKILL: a crash."""
         if self.proc is not None:

@@ -1,11 +1,12 @@
 """The controller's store contract, run against every backend: the file store and ZooKeeper (a real ZooKeeper
 server from Debian's package, started here on a free loopback port). Then what only a replicated store has:
 one elected controller, a zombie controller (its session expired, another elected) that appends nothing, and a
-three-node ZooKeeper ensemble that loses its leader and serves on.
+three-node ZooKeeper ensemble that loses its leader and serves on; and Kafka's znodes, read with ZooKeeper's CLI.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +16,15 @@ import pytest
 from epoch_broker.broker.controller.store import MetadataStore, NotController
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.controller.store.zookeeper import CONTROLLER, CONTROLLER_EPOCH, ZooKeeperMetadataStore
-from epoch_broker.broker.metadata.records import ClusterRecord, PartitionChangeRecord, PartitionRecord, TopicRecord
+from epoch_broker.broker.metadata.records import (
+    BrokerFenceRecord,
+    ClusterRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
 from epoch_broker.drill.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
 from kazoo.client import KazooClient
 
@@ -73,7 +82,8 @@ def test_a_new_store_is_empty(open_store: OpenStore) -> None:
 
 def test_appends_come_back_in_order_after_a_reopen(open_store: OpenStore) -> None:
     store = open_store()
-    appended = [[ClusterRecord("cluster")], topic("t", 3), [PartitionChangeRecord(b"\x01" * 16, 0, 1, 1, 1, (1, 2))]]
+    created = topic("t", 3)
+    appended = [[ClusterRecord("cluster")], created, [PartitionChangeRecord(created[0].topic_id, 0, 1, 1, 1, (1, 2))]]
     for records in appended:
         store.append(records)
     store.close()
@@ -83,7 +93,8 @@ def test_appends_come_back_in_order_after_a_reopen(open_store: OpenStore) -> Non
 def test_a_large_append_lands_whole(open_store: OpenStore) -> None:
     store = open_store()
     store.append([ClusterRecord("cluster")])
-    big = topic("big", 10_000)  # about 1.5 MB of records: more than one znode can hold
+    # about 1.7 MB of records, more than one znode or one request can hold; the topic's view takes several
+    big = topic("big", 2_000) + [ClusterRecord("c" * 150) for _ in range(8_000)]
     store.append(big)
     store.close()
     assert open_store().load() == [ClusterRecord("cluster"), *big]
@@ -166,3 +177,41 @@ def test_an_ensemble_that_loses_its_leader_keeps_the_log_and_elects_controllers(
     finally:
         controller.close()
         ensemble.stop()
+
+
+def test_kafkas_znodes_follow_the_log_and_read_with_zookeepers_own_cli(zookeeper: ZooKeeperServer) -> None:
+    chroot = f"/test-{uuid.uuid4().hex}"
+    controller = zookeeper_store(zookeeper.connect + chroot, node_id=1000)
+    created = topic("orders", 2)
+    topic_id = created[0].topic_id
+    try:
+        controller.append([ClusterRecord("cluster"),
+                           *(RegisterBrokerRecord(n, 10 + n, bytes(16), "127.0.0.1", 9092 + n, None,
+                                                  {"PLAINTEXT": f"127.0.0.1:{9092 + n}"}) for n in range(3))])
+        controller.append(created)
+        controller.append([PartitionChangeRecord(topic_id, 1, 2, 1, 1, (2, 0)), BrokerFenceRecord(1, 11, True)])
+
+        state = json.loads(zookeeper.cli("get", f"{chroot}/brokers/topics/orders/partitions/1/state"
+                                         ).strip().splitlines()[-1])
+        assert state == {"controller_epoch": 1, "leader": 2, "version": 1, "leader_epoch": 1, "isr": [2, 0]}
+        assignment = json.loads(zookeeper.cli("get", f"{chroot}/brokers/topics/orders").strip().splitlines()[-1])
+        assert assignment["partitions"] == {"0": [0, 1, 2], "1": [0, 1, 2]} and assignment["version"] == 3
+        listed = zookeeper.cli("ls", f"{chroot}/brokers/ids").strip().splitlines()[-1]
+        assert listed == "[0, 2]"  # broker 1 is fenced: gone, as when a Kafka broker's session ends
+        controller.append([RemoveTopicRecord(topic_id)])
+        assert zookeeper.cli("ls", f"{chroot}/brokers/topics").strip().splitlines()[-1] == "[]"
+        controller.append(topic("payments", 1))
+    finally:
+        controller.close()
+    # a successor writes the whole view again in its session, in its epoch
+    successor = zookeeper_store(zookeeper.connect + chroot, node_id=1001)
+    try:
+        successor.append([PartitionChangeRecord(successor.image.topics_by_name["payments"].topic_id, 0, 1, 1, 1,
+                                                (1, 2))])
+        view = successor.client
+        state = json.loads(view.get(f"{chroot}/brokers/topics/payments/partitions/0/state")[0])
+        assert (state["controller_epoch"], state["leader"], state["leader_epoch"]) == (2, 1, 1)
+        assert sorted(view.get_children(f"{chroot}/brokers/ids")) == ["0", "2"]
+        assert json.loads(view.get(f"{chroot}/brokers/ids/2")[0])["broker_epoch"] == 12
+    finally:
+        successor.close()

@@ -23,6 +23,9 @@ Rules:
 - ZooKeeper refuses a request over 1 MiB, a multi-op too: a large append writes its chunks first, then commits
   the batch that names them with the epoch check. It lands whole or not at all: chunks no batch names (a zombie's,
   or a crash's between the two steps) are never read. `load` reads the batches in sequence order.
+- After each append, Kafka's znodes (`/brokers/ids`, `/brokers/topics/...`, kafka_znodes.py) get the view of what
+  it changed, in a second multi-op fenced the same way; a newly elected controller writes the whole view again.
+  A view that could not be written is written whole again; the log stays the truth.
 - Every call is a blocking network call to ZooKeeper (kazoo's threads do the IO): a caller on an event loop runs
   it in an executor and takes the result back on the loop.
 """
@@ -34,6 +37,8 @@ import time
 from typing import Any
 
 from epoch_broker.broker.controller.store import CorruptMetadataLog, NotController
+from epoch_broker.broker.controller.store.kafka_znodes import KafkaZnodes
+from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.metadata.records import from_json, to_json
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -41,7 +46,6 @@ from kazoo.exceptions import (
     KazooException,
     NodeExistsError,
     NoNodeError,
-    RolledBackError,
     SessionExpiredError,
 )
 
@@ -66,6 +70,8 @@ class ZooKeeperMetadataStore:
         self.client.ensure_path(self._path(CHUNKS))
         self.epoch = -1  # the controller epoch this store won, and the version of its znode
         self._epoch_version = -1
+        self.image: MetadataCache | None = None  # the log's state, for the view (made by `load`)
+        self.view = KafkaZnodes(self.client, self.root)
 
     def _path(self, path: str) -> str:
         return self.root + path
@@ -89,13 +95,17 @@ class ZooKeeperMetadataStore:
                 except NodeExistsError:
                     continue
                 self.epoch, self._epoch_version = 1, 0
-                return self.epoch
+                break
             try:
                 stat = self.client.set(path, str(int(data) + 1).encode(), version=stat.version)
             except BadVersionError:
                 continue
             self.epoch, self._epoch_version = int(data) + 1, stat.version
-            return self.epoch
+            break
+        self.load()
+        assert self.image is not None
+        self.view.sync(self.image, self.epoch)
+        return self.epoch
 
     def controller_id(self) -> int:
         """The elected controller's node id, -1 if none."""
@@ -120,6 +130,9 @@ class ZooKeeperMetadataStore:
                     records.append(from_json(line))
                 except (ValueError, KeyError, TypeError) as exc:
                     raise CorruptMetadataLog(f"{log}/{name}: bad record on line {number + 1}: {exc}") from exc
+        self.image = MetadataCache()
+        for record in records:
+            self.image.apply(record)
         return records
 
     def append(self, records: list[Any]) -> None:
@@ -140,11 +153,35 @@ class ZooKeeperMetadataStore:
         except SessionExpiredError:  # the claim went with the session: another controller may be elected now
             self._epoch_version = -1
             raise NotController(f"the session of controller epoch {self.epoch} expired") from None
-        if isinstance(results[0], BadVersionError | NoNodeError | RolledBackError):
+        if isinstance(results[0], BadVersionError | NoNodeError):  # the epoch check itself failed
             self._epoch_version = -1
             raise NotController(f"controller epoch {self.epoch} is over: another controller was elected")
         if failed := [r for r in results if isinstance(r, KazooException)]:
             raise failed[0]
+        self._write_view(records)
+
+    def _write_view(self, records: list[Any]) -> None:
+        """The records are in the log: Kafka's znodes follow, fenced like the append."""
+        assert self.image is not None, "elected, so loaded"
+        ops = self.view.apply(self.image, records, self.epoch)
+        start = 0
+        while start < len(ops):  # in multi-ops under ZooKeeper's request limit, each fenced
+            end, size = start, 0
+            while end < len(ops) and (end == start or size + ops[end].size <= ZNODE_BYTES):
+                size += ops[end].size
+                end += 1
+            transaction = self.client.transaction()
+            transaction.check(self._path(CONTROLLER_EPOCH), self._epoch_version)
+            for op in ops[start:end]:
+                op.add_to(transaction)
+            results = transaction.commit()
+            if isinstance(results[0], BadVersionError | NoNodeError):  # the epoch check itself failed
+                self._epoch_version = -1  # the records are appended; the next append is refused
+                return
+            if not self.view.committed(ops[start:end], results[1:]):
+                self.view.sync(self.image, self.epoch)
+                return
+            start = end
 
     def close(self) -> None:
         """End the session (its `/controller` claim goes with it); closing twice is harmless."""
