@@ -27,6 +27,7 @@ metrics on and one with them off, in the same run; then the time of a scrape of 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import shutil
@@ -93,9 +94,7 @@ def run_side(side: str, scale: float, workdir: Path) -> Figures:
     cpu_total = 0.0
     with start_ours(workdir, overrides) as broker:
         scraper = Scraper(f"{metrics_url}/metrics") if side == "on" else None
-        if scraper is not None:
-            scraper.__enter__()
-        try:
+        with scraper or contextlib.nullcontext():
             for size, mbytes in CASES:
                 count = max(1, int(mbytes * scale * MB / size))
                 topic = f"bench-metrics-{side}-{size}-{time.time_ns()}"
@@ -115,9 +114,6 @@ def run_side(side: str, scale: float, workdir: Path) -> Figures:
                 print(f"    metrics {side:3} {_size(size)}: {count} records, produce {moved / tp:.1f} MB/s "
                       f"({count / tp:,.0f} rec/s), consume {moved / tc:.1f} MB/s ({count / tc:,.0f} rec/s), "
                       f"broker {figures[f'{side}/{size}/cpu_s_per_gb']:.1f} CPU-s/GB", flush=True)
-        finally:
-            if scraper is not None:
-                scraper.__exit__()
         if scraper is not None:
             for api, count in _check_counted(metrics_url, produced).items():
                 figures[f"requests/{api}"] = count

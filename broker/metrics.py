@@ -75,7 +75,7 @@ TOPIC_COUNTERS = (
     ("truncated_records", "kafka_server_replicafetchermanager_truncatedrecords",
      "Offsets cut by follower truncations, per topic", ()),
 )
-# Process-wide counters: (ProcessMetrics attribute, family name, help)
+# Process-wide counters: (key in ProcessMetrics.counters, family name, help)
 COUNTERS = (
     ("isr_shrinks", "kafka_server_replicamanager_isrshrinks",
      "ISR shrinks this broker asked for and the controller committed (as leader)"),
@@ -134,8 +134,7 @@ class ProcessMetrics:
         self.apis: dict[int, ApiStats] = {}
         self.topics: dict[str, TopicStats] = {}
         self.rebalances: dict[str, int] = {}
-        for attribute, *_ in COUNTERS:
-            setattr(self, attribute, 0)
+        self.counters = dict.fromkeys((key for key, *_ in COUNTERS), 0)
         self._sampled: list[Callable[[], Iterable[Metric]]] = []
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Families(self))
@@ -181,9 +180,9 @@ class ProcessMetrics:
     def record_isr_change(self, before: int, after: int) -> None:
         """An AlterPartition of this broker's was committed."""
         if after < before:
-            self.isr_shrinks += 1
+            self.counters["isr_shrinks"] += 1
         elif after > before:
-            self.isr_expands += 1
+            self.counters["isr_expands"] += 1
 
     def record_fenced_fetch(self, topic: str, by_replica: bool) -> None:
         stats = self.topic(topic)
@@ -214,13 +213,13 @@ class ProcessMetrics:
             if state is None:
                 continue
             if record.leader != state.leader and record.leader >= 0:
-                self.elections += 1
+                self.counters["elections"] += 1
                 if record.leader not in state.isr:
-                    self.unclean_elections += 1
+                    self.counters["unclean_elections"] += 1
             if len(record.isr) < len(state.isr):
-                self.controller_isr_shrinks += 1
+                self.counters["controller_isr_shrinks"] += 1
             elif len(record.isr) > len(state.isr):
-                self.controller_isr_expands += 1
+                self.counters["controller_isr_expands"] += 1
 
     # -- state read at scrape time ------------------------------------------------------------------
 
@@ -243,8 +242,8 @@ class ProcessMetrics:
             for topic, stats in self.topics.items():
                 family.add_metric([topic, *extra[1::2]], getattr(stats, attribute))
         yield from by_name.values()
-        for attribute, name, doc in COUNTERS:
-            yield CounterMetricFamily(name, doc, value=getattr(self, attribute))
+        for key, name, doc in COUNTERS:
+            yield CounterMetricFamily(name, doc, value=self.counters[key])
         rebalances = CounterMetricFamily("kafka_coordinator_group_groupmetadatamanager_rebalances",
                                          "Rebalances completed (a new generation), per group", labels=["group"])
         for group, count in self.rebalances.items():

@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
+from epoch_broker.broker.status import MAX_CONNECTIONS
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.drill import admin
 from epoch_broker.drill.launcher import CONTROLLER_NODE_ID
 from epoch_broker.protocol.errors import ErrorCode
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from epoch_broker import testing
@@ -129,10 +134,6 @@ def test_bad_http_gets_http_errors_and_the_broker_serves_on() -> None:
 
 
 def test_a_metrics_port_in_use_is_one_line_and_exit_status_2(tmp_path: Any) -> None:
-    import socket
-    import subprocess
-    import sys
-
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -202,10 +203,6 @@ async def test_a_cluster_counts_isr_changes_elections_truncations_and_fenced_fet
 
 
 def test_a_flood_of_connections_to_the_metrics_port_is_capped_and_scrapes_go_on() -> None:
-    import socket
-
-    from epoch_broker.broker.status import MAX_CONNECTIONS
-
     with testing.broker(config={"metrics.listener": "http://127.0.0.1:0"}) as broker:
         host, port = broker.metrics_url.removeprefix("http://").split(":")
         flood = [socket.create_connection((host, int(port)), timeout=10) for _ in range(3 * MAX_CONNECTIONS)]
@@ -231,9 +228,6 @@ def test_a_flood_of_connections_to_the_metrics_port_is_capped_and_scrapes_go_on(
 
 
 def test_the_fast_exposition_says_what_prometheus_clients_own_writer_says() -> None:
-    from confluent_kafka import Consumer, TopicPartition
-    from prometheus_client import generate_latest
-
     with testing.broker(config={"metrics.listener": "http://127.0.0.1:0"}) as broker:
         topic = broker.create_topic("plain", 3)
         produce(broker.bootstrap_servers, topic, 3)

@@ -71,6 +71,7 @@ class ZooKeeperMetadataStore:
         self.epoch = -1  # the controller epoch this store won, and the version of its znode
         self._epoch_version = -1
         self.image: MetadataCache | None = None  # the log's state, for the view (made by `load`)
+        self._closed = False
         self.view = KafkaZnodes(self.client, self.root)
 
     def _path(self, path: str) -> str:
@@ -185,7 +186,8 @@ class ZooKeeperMetadataStore:
 
     def close(self) -> None:
         """End the session (its `/controller` claim goes with it); closing twice is harmless."""
-        if self.client.connected or self.client.state != "LOST":
+        if not self._closed:
+            self._closed = True
             self.client.stop()
             self.client.close()
 
