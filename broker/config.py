@@ -12,9 +12,14 @@ Project keys (not Kafka's):
   single-node durability (kill -9 loses nothing acknowledged). Kafka instead relies on replication.
 - `log.format` (`text` or `json`, default text): the process's own log lines on stderr (epoch_broker/logs.py);
   json writes one object a line (ts, level, logger, msg, node, exc), for machines.
-- `controller.address` (host:port, default empty = embedded): the controller to register with when this
-  process runs only `process.roles=broker` (the cluster work of issue 6). `controller.quorum.voters`
-  (`id@host:port`) is accepted as the Kafka spelling of the same thing.
+- `controller.address` (host:port[,host:port...], default empty = embedded): the controllers a
+  `process.roles=broker` process registers with; with several (controllers sharing a ZooKeeper store), it
+  finds the active one and moves on when answered NOT_CONTROLLER. `controller.quorum.voters`
+  (`id@host:port,...`) is accepted as the Kafka spelling of the same list.
+- `zookeeper.connect` (`host:port[,host:port...][/chroot]`, Kafka's key, default empty = the file store): a
+  `process.roles=controller` process keeps the metadata log in ZooKeeper and competes there to be the active
+  controller (broker/controller/store/zookeeper.py, quorum.py), with `zookeeper.session.timeout.ms` (default
+  18000, as Kafka's) and `zookeeper.connection.timeout.ms` (default: the session timeout).
 
 - `fault.hooks.enable` (bool, default false): whether the fault hooks of broker/faults.py can be set at all.
   Off, a `fault.*` change answers INVALID_CONFIG and nothing happens: no client can pause replication or cut
@@ -190,6 +195,17 @@ def _text(text: str) -> str:
 _text.expected = "a string"  # type: ignore[attr-defined]
 
 
+def _voters(text: str) -> str:
+    """`id@host:port,...` -> `host:port,...` (the ids are not needed: the active controller says who it is)."""
+    voters = [voter.strip() for voter in text.split(",") if voter.strip()]
+    if not all(voter.partition("@")[0].isdigit() and voter.partition("@")[2] for voter in voters):
+        raise ValueError
+    return ",".join(voter.partition("@")[2] for voter in voters)
+
+
+_voters.expected = "id@host:port[,id@host:port...]"  # type: ignore[attr-defined]
+
+
 def _http_listener(text: str) -> str:
     """`http://host:port` (port 0: a free one), or empty for none."""
     text = text.strip()
@@ -283,7 +299,10 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "broker.heartbeat.interval.ms": ("broker_heartbeat_interval_ms", _int(1)),
     "replica.lag.time.max.ms": ("replica_lag_time_max_ms", _int(1)),
     "controller.address": ("controller_address", _text),
-    "controller.quorum.voters": ("controller_address", lambda text: text.strip().partition("@")[2]),
+    "controller.quorum.voters": ("controller_address", _voters),
+    "zookeeper.connect": ("zookeeper_connect", _text),
+    "zookeeper.session.timeout.ms": ("zookeeper_session_timeout_ms", _int(1)),
+    "zookeeper.connection.timeout.ms": ("zookeeper_connection_timeout_ms", _int(1)),
     "cluster.id": ("cluster_id", _text),
     "log.cleanup.policy": ("log_cleanup_policy", _choice("delete", "compact")),
     "compression.type": ("compression_type", _choice("producer")),
@@ -351,7 +370,10 @@ class BrokerConfig:
     broker_session_timeout_ms: int = 9000
     broker_heartbeat_interval_ms: int = 2000
     replica_lag_time_max_ms: int = 30000
-    controller_address: str = ""
+    controller_address: str = ""  # host:port[,host:port...]
+    zookeeper_connect: str = ""
+    zookeeper_session_timeout_ms: int = 18_000
+    zookeeper_connection_timeout_ms: int = 0  # 0: the session timeout
     cluster_id: str = ""
     log_cleanup_policy: str = "delete"
     compression_type: str = "producer"
@@ -469,6 +491,9 @@ def build_config(pairs: list[tuple[str, str]]) -> BrokerConfig:
         values[attr] = _parse(key, parse, text)
     config = BrokerConfig(**values, listener_settings=tuple(listener_settings))
     _check_listeners(config)
+    if config.zookeeper_connect and config.process_roles != {"controller"}:
+        raise ConfigError("zookeeper.connect: only a controller process (process.roles=controller) keeps the "
+                          "metadata in ZooKeeper; brokers find the controllers by controller.address")
     return config
 
 

@@ -9,7 +9,9 @@
 Kinds: `leader` (the controller elected a leader: topic, partition, leader, epoch, isr, why), `isr` (an ISR
 change without a new leader), `fence` and `unfence` (the controller, of broker `broker`, with why: a session
 that expired or a heartbeat connection that closed, with the real delays), `truncate` (a replica cut its log:
-topic, partition, from, to, epoch), `fault` (a fault hook set or cleared on this broker: key, value).
+topic, partition, from, to, epoch), `fault` (a fault hook set or cleared on this broker: key, value),
+`controller` (a controller process became the active one: controller_epoch) and `resign` (it stopped acting:
+controller_epoch, why).
 
 Rules:
 - The lines go through the `epoch_broker.events` logger at INFO: they land in each process's log with the rest,
@@ -26,7 +28,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-KINDS = ("leader", "isr", "fence", "unfence", "truncate", "fault")
+KINDS = ("leader", "isr", "fence", "unfence", "truncate", "fault", "controller", "resign")
 MARKER = "EVENT "
 log = logging.getLogger("epoch_broker.events")
 _node_id = -1

@@ -428,7 +428,7 @@ def _controller_families(controller: Controller) -> Iterator[Metric]:
     image = controller.image
     states = [state for _, state in image.partitions()]
     yield GaugeMetricFamily("kafka_controller_kafkacontroller_activecontrollercount",
-                            "1: this process is the active controller", value=1)
+                            "1: this process is the active controller", value=int(controller.active))
     yield GaugeMetricFamily("kafka_controller_kafkacontroller_activebrokercount", "Registered, unfenced brokers",
                             value=len(image.brokers) - len(image.fenced_brokers))
     yield GaugeMetricFamily("kafka_controller_kafkacontroller_fencedbrokercount", "Registered, fenced brokers",
@@ -439,4 +439,4 @@ def _controller_families(controller: Controller) -> Iterator[Metric]:
     yield GaugeMetricFamily("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions with no leader",
                             value=sum(state.leader < 0 for state in states))
     yield GaugeMetricFamily("kafka_controller_kafkacontroller_lastcommittedrecordoffset",
-                            "Offset of the last record in the metadata log", value=controller.end_offset - 1)
+                            "Offset of the last record in the metadata log", value=controller.committed_offset - 1)

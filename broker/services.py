@@ -60,6 +60,13 @@ class BrokerServices(Services, Protocol):
 class ControllerServices(Services, Protocol):
     controller: Controller
 
+    @property
+    def acting(self) -> bool:
+        """Whether this controller decides now (a standby of a ZooKeeper quorum does not)."""
+
+    async def until_committed(self) -> bool:
+        """Wait until the records decided so far are durable; False if leadership was lost first."""
+
     def note_heartbeat_connection(self, peer: str, node_id: int) -> None: ...
 
     async def wait_for_records(self, offset: int, timeout_s: float) -> None: ...

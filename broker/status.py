@@ -203,7 +203,8 @@ def _common(config: BrokerConfig, metadata: MetadataCache, controller: Controlle
         "version": VERSION,
         "now_ms": int(time.time() * 1000),
         "controller": None if controller is None else {
-            "active": True, "metadata_offset": controller.end_offset - 1,
+            "active": controller.active, "controller_epoch": controller.controller_epoch,
+            "metadata_offset": controller.committed_offset - 1,
             "fenced_brokers": len(controller.image.fenced_brokers)},
         "brokers": brokers,
         "topics": topics,

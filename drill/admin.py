@@ -12,6 +12,10 @@
 - `status [--json] [--watch S]`: every process, whether it runs and the fault hooks set on it (DescribeConfigs
   of its broker resource), the controller by its process, then each partition's leader, leader epoch and ISR
   from a Metadata request; as one JSON document per line with --json, again every S seconds with --watch.
+  With controllers in ZooKeeper, the active one and its controller epoch as ZooKeeper has them (`/controller`,
+  `/controller_epoch`).
+- The controller's commands go to the active controller: the first running one that does not answer
+  NOT_CONTROLLER (`active_controller`).
 
 The request helpers (`elect`, `reassign`, `reassignments`, `remove_broker`, `alter_faults`, `fetch_metadata`)
 are what the cluster tests use too.
@@ -36,6 +40,7 @@ from epoch_broker.drill import launcher
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import (
     alter_partition_reassignments,
+    describe_cluster,
     describe_configs,
     elect_leaders,
     incremental_alter_configs,
@@ -192,6 +197,56 @@ async def fetch_metadata(addresses: list[str], timeout_s: float = REQUEST_TIMEOU
     raise AdminError("no broker answered Metadata" + (": " + "; ".join(problems) if problems else " (none running)"))
 
 
+async def active_controller(cluster: launcher.ClusterFile, timeout_s: float = REQUEST_TIMEOUT_S) -> str:
+    """The address of the controller acting now: with one controller, it; with several (ZooKeeper), the first
+    running one whose DescribeCluster is not answered NOT_CONTROLLER."""
+    if len(cluster.controllers) == 1:
+        return cluster.controller.address
+    request = describe_cluster.REQUEST.cls()
+    for spec in cluster.controllers:
+        if not launcher.is_running(spec):
+            continue
+        try:
+            response = await _call(spec.address, timeout_s,
+                                   lambda client: client.request(describe_cluster.API, 0, request))
+        except AdminError:
+            continue
+        if response.error_code == ErrorCode.NONE:
+            return spec.address
+    raise AdminError("no controller is active (a failover takes up to zookeeper.session.timeout.ms)")
+
+
+def zookeeper_controller(cluster: launcher.ClusterFile) -> dict[str, Any] | None:
+    """{"node_id", "controller_epoch"} as ZooKeeper has them, or None when the controllers keep their metadata
+    in files; node_id -1 when none is elected."""
+    connect = next((argument.partition("=")[2] for argument in cluster.controller.argv
+                    if argument.startswith("zookeeper.connect=")), "")
+    if not connect:
+        return None
+    from kazoo.client import KazooClient  # the admin CLI imports it only for a cluster that uses ZooKeeper
+    from kazoo.exceptions import NoNodeError
+
+    hosts, _, chroot = connect.partition("/")
+    client = KazooClient(hosts=hosts)
+    try:
+        client.start(timeout=REQUEST_TIMEOUT_S)
+        root = f"/{chroot.strip('/')}" if chroot.strip("/") else ""
+        try:
+            node_id = json.loads(client.get(f"{root}/controller")[0])["brokerid"]
+        except NoNodeError:
+            node_id = -1
+        try:
+            epoch = int(client.get(f"{root}/controller_epoch")[0])
+        except NoNodeError:
+            epoch = 0
+    except Exception as exc:  # kazoo's timeout and connection errors share no base class
+        raise AdminError(f"ZooKeeper at {connect}: {type(exc).__name__} {exc}".rstrip()) from None
+    finally:
+        client.stop()
+        client.close()
+    return {"node_id": node_id, "controller_epoch": epoch}
+
+
 def running_brokers(cluster: launcher.ClusterFile) -> list[str]:
     """Addresses of the brokers that can answer (not dead, not paused: those would only time out)."""
     return [spec.address for spec in cluster.brokers if launcher.process_state(spec) == "running"]
@@ -271,7 +326,7 @@ def _need_cluster(args: argparse.Namespace, cluster: launcher.ClusterFile | None
 
 
 def _elect(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
-    controller = args.bootstrap or _need_cluster(args, cluster).controller.address
+    controller = args.bootstrap or asyncio.run(active_controller(_need_cluster(args, cluster)))
     target = f"node {args.leader}" if args.leader >= 0 else "the controller's choice"
     _say(f"{'unclean' if args.unclean else 'clean'} election of {args.topic}-{args.partition} "
          f"({target}) via {controller}")
@@ -281,7 +336,7 @@ def _elect(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFil
 
 
 def _reassign(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
-    controller = args.bootstrap or _need_cluster(args, cluster).controller.address
+    controller = args.bootstrap or asyncio.run(active_controller(_need_cluster(args, cluster)))
     replicas = None if args.cancel else [int(r) for r in args.replicas.split(",")]
     what = "cancel the reassignment of" if replicas is None else f"move to replicas {replicas}:"
     _say(f"{what} {args.topic}-{args.partition} via {controller}")
@@ -291,7 +346,7 @@ def _reassign(args: argparse.Namespace, _: str | None, cluster: launcher.Cluster
 
 
 def _reassignments(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
-    controller = args.bootstrap or _need_cluster(args, cluster).controller.address
+    controller = args.bootstrap or asyncio.run(active_controller(_need_cluster(args, cluster)))
     ongoing = asyncio.run(reassignments(controller))
     if not ongoing:
         _say("no reassignment in progress")
@@ -301,7 +356,7 @@ def _reassignments(args: argparse.Namespace, _: str | None, cluster: launcher.Cl
 
 
 def _remove_broker(args: argparse.Namespace, _: str | None, cluster: launcher.ClusterFile | None) -> int:
-    controller = args.bootstrap or _need_cluster(args, cluster).controller.address
+    controller = args.bootstrap or asyncio.run(active_controller(_need_cluster(args, cluster)))
     _say(f"unregister broker {args.node} via {controller}")
     _say(f"broker {args.node}: {asyncio.run(remove_broker(controller, args.node))}")
     return 0
@@ -397,6 +452,9 @@ async def cluster_status(bootstrap: str | None, cluster: launcher.ClusterFile | 
     document: dict[str, Any] = {"time": time.time(), "processes": processes}
     if cluster is not None:
         document["controller"] = {"node_id": cluster.controller.node_id, "address": cluster.controller.address}
+        if (elected := zookeeper_controller(cluster)) is not None:
+            document["controller"] = {**elected, "address": next(
+                (spec.address for spec in cluster.controllers if spec.node_id == elected["node_id"]), None)}
     metadata_state = await fetch_metadata(addresses)
     document |= {"metadata_from": metadata_state.source, "clients_controller": metadata_state.controller_id,
                  "brokers": {str(n): a for n, a in sorted(metadata_state.brokers.items())},
@@ -428,6 +486,9 @@ def _print_status(status: dict[str, Any]) -> None:
                       for p in status["processes"]])
     controller = status.get("controller")
     named = f"controller node {controller['node_id']} at {controller['address']}; " if controller else ""
+    if controller and "controller_epoch" in controller:
+        named = (f"active controller node {controller['node_id']} (controller epoch {controller['controller_epoch']} "
+                 f"in ZooKeeper) at {controller['address']}; ")
     print(f"\n{named}metadata from {status['metadata_from']} (it tells clients broker "
           f"{status['clients_controller']} is the controller, as KRaft does): brokers "
           f"{', '.join(f'{n}={a}' for n, a in status['brokers'].items())}")

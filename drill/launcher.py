@@ -1,5 +1,10 @@
-"""`epoch-broker cluster`: one controller and N brokers as separate processes, and the process bookkeeping
+"""`epoch-broker cluster`: controllers and N brokers as separate processes, and the process bookkeeping
 that the admin CLI, the cluster tests and the cluster benchmark share (docs/cluster.md, "Launcher").
+
+- One controller with its metadata in its data dir (the file store), or with `--zookeeper HOST:PORT` (or
+  `embedded`: a ZooKeeper process started here, from Debian's package, on a free loopback port, its data in the
+  data dir) `--controllers N` of them sharing the store in ZooKeeper, one active (broker/controller/quorum.py);
+  the brokers are given the list.
 
 - A process is a `ProcessSpec`: its identity (name, node id, role, address, data dir, log) and the exact argv
   that starts it, so any tool can restart it later. `cluster.json` (`ClusterFile`) records them with their
@@ -33,9 +38,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from epoch_broker.broker.config import CLUSTER_SECRET_ENV, ConfigError, load_config
+from epoch_broker.drill.zookeeper import ZooKeeperError, ZooKeeperServer, four_letter_word
 
-CONTROLLER_NODE_ID = 1000
-CONTROLLER_PORT_OFFSET = 100
+CONTROLLER_NODE_ID = 1000  # controller i is node 1000 + i
+ZOOKEEPER_NODE_ID = 2000  # an embedded ZooKeeper, in cluster.json (admin kill/restart name it by this id)
+CONTROLLER_PORT_OFFSET = 100  # controller i listens on base + 100 + 2i (its CONTROLLER listener on the next)
+MAX_CONTROLLERS = 9
+ZOOKEEPER_SESSION_TIMEOUT_MS = "4000"  # a drill's controller failover in seconds (Kafka's default is 18000)
 METRICS_PORT_OFFSET = 200  # each process's metrics.listener (/metrics, the status page): its port + 200
 CLUSTER_FILE = "cluster.json"
 # The children run the same code as this process, installed or not (`python -m epoch_broker` from a checkout).
@@ -56,7 +65,8 @@ DRILL_DEFAULTS = {
 # Keys the launcher sets per process; a cluster-wide override of one of them would break the layout.
 PER_PROCESS_KEYS = ("node.id", "broker.id", "process.roles", "listeners", "log.dirs", "log.dir",
                     "controller.address", "controller.quorum.voters", "cluster.secret", "advertised.listeners",
-                    "controller.listener.names", "inter.broker.listener.name", "metrics.listener")
+                    "controller.listener.names", "inter.broker.listener.name", "metrics.listener",
+                    "zookeeper.connect")
 # The listeners' protocols: the clients' PLAINTEXT, and the cluster's own SASL listeners (the secret's login).
 INTERNAL_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
 
@@ -71,7 +81,7 @@ class LaunchError(RuntimeError):
 class ProcessSpec:
     name: str
     node_id: int
-    role: str  # "controller" or "broker"
+    role: str  # "controller", "broker" or "zookeeper" (an embedded one)
     host: str
     port: int
     data_dir: str
@@ -93,7 +103,17 @@ class ClusterFile:
 
     @property
     def controller(self) -> ProcessSpec:
-        return next(p for p in self.processes if p.role == "controller")
+        """The first controller (the only one, with the file store)."""
+        return self.controllers[0]
+
+    @property
+    def controllers(self) -> list[ProcessSpec]:
+        return [p for p in self.processes if p.role == "controller"]
+
+    @property
+    def zookeeper(self) -> ProcessSpec | None:
+        """The embedded ZooKeeper, if the launcher started one."""
+        return next((p for p in self.processes if p.role == "zookeeper"), None)
 
     @property
     def brokers(self) -> list[ProcessSpec]:
@@ -137,22 +157,24 @@ class ClusterFile:
             raise ValueError(f"{path} is not a cluster file: {exc}") from None
 
 
-def free_base_port(brokers: int, ports: range) -> int:
-    """A base port in `ports` whose broker ports (base+i), controller ports (base+CONTROLLER_PORT_OFFSET and
-    the next, its CONTROLLER listener) and their metrics ports (+METRICS_PORT_OFFSET) are all free, checked by
-    binding each on loopback."""
+def free_base_port(brokers: int, ports: range, controllers: int = 1, zookeeper: bool = False) -> int:
+    """A base port in `ports` whose broker ports (base+i), controller ports (base+CONTROLLER_PORT_OFFSET+2i and
+    the next, its CONTROLLER listener), an embedded ZooKeeper's (after the controllers') and the metrics ports
+    (+METRICS_PORT_OFFSET) are all free, checked by binding each on loopback."""
     rng = random.Random()
     for _ in range(200):
-        base = rng.randrange(ports.start, ports.stop - CONTROLLER_PORT_OFFSET - METRICS_PORT_OFFSET - 1)
-        served = [base + i for i in range(brokers)] + [base + CONTROLLER_PORT_OFFSET]
+        base = rng.randrange(ports.start, ports.stop - CONTROLLER_PORT_OFFSET - METRICS_PORT_OFFSET - 2 * controllers)
+        controller_ports = [base + CONTROLLER_PORT_OFFSET + 2 * i for i in range(controllers)]
+        served = [base + i for i in range(brokers)] + controller_ports
+        others = [p + 1 for p in controller_ports] + ([controller_ports[-1] + 2] if zookeeper else [])
         try:
-            for port in [*served, base + CONTROLLER_PORT_OFFSET + 1, *(p + METRICS_PORT_OFFSET for p in served)]:
+            for port in [*served, *others, *(p + METRICS_PORT_OFFSET for p in served)]:
                 with socket.socket() as sock:
                     sock.bind(("127.0.0.1", port))
         except OSError:
             continue
         return base
-    raise LaunchError(f"no free loopback ports for {brokers} brokers and a controller in {ports}")
+    raise LaunchError(f"no free loopback ports for {brokers} brokers and {controllers} controller(s) in {ports}")
 
 
 def serve_argv(overrides: dict[str, str]) -> list[str]:
@@ -163,9 +185,12 @@ def serve_argv(overrides: dict[str, str]) -> list[str]:
 
 
 def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broker_ports: list[int],
-                 overrides: dict[str, str] | None = None, host: str = "127.0.0.1", metrics: bool = True
-                 ) -> ClusterFile:
-    """The processes of a cluster (not started): the controller first, then brokers 0..N-1, and a new secret.
+                 overrides: dict[str, str] | None = None, host: str = "127.0.0.1", metrics: bool = True,
+                 controllers: int = 1, zookeeper: str = "") -> ClusterFile:
+    """The processes of a cluster (not started): an embedded ZooKeeper if `zookeeper` is "embedded", the
+    controllers (node 1000 + i on controller_port + 2i), then brokers 0..N-1, and a new secret. `zookeeper`
+    (host:port[,...][/chroot], or "embedded" on the port after the controllers') gives every controller the
+    store in ZooKeeper; several controllers need it.
 
     Every process has a PLAINTEXT listener on its port (clients, the admin CLI) and a SASL listener for the
     cluster's own traffic, which the brokers and the controller log in to with the secret: the controller's
@@ -176,9 +201,15 @@ def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broke
     metrics and status page on its port + METRICS_PORT_OFFSET (recorded in cluster.json)."""
     if len(broker_ports) != brokers:
         raise ValueError(f"{brokers} brokers need {brokers} ports, got {len(broker_ports)}")
+    if not 1 <= controllers <= MAX_CONTROLLERS:
+        raise ValueError(f"--controllers must be between 1 and {MAX_CONTROLLERS}")
+    if controllers > 1 and not zookeeper:
+        raise ValueError("several controllers share their metadata in ZooKeeper: give --zookeeper HOST:PORT "
+                         "(or embedded)")
     data = Path(data_dir).resolve()
     replication = str(min(3, brokers))
-    common = {**DRILL_DEFAULTS, "default.replication.factor": replication,
+    in_zookeeper = {"zookeeper.session.timeout.ms": ZOOKEEPER_SESSION_TIMEOUT_MS} if zookeeper else {}
+    common = {**DRILL_DEFAULTS, **in_zookeeper, "default.replication.factor": replication,
               "offsets.topic.replication.factor": replication, **(overrides or {})}
     fixed = [key for key in PER_PROCESS_KEYS if key in common]
     if fixed:
@@ -197,14 +228,21 @@ def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broke
         return ProcessSpec(name, node_id, role, host, port, str(process_data), str(data / f"{name}.log"),
                            serve_argv(settings), metrics_url=metrics_url)
 
-    controller = spec("controller", CONTROLLER_NODE_ID, "controller", controller_port,
-                      f"CONTROLLER://{host}:{controller_port + 1}", {})
-    processes = [controller] + [
-        spec(f"broker-{i}", i, "broker", port, f"INTERNAL://{host}:0",
-             {"controller.address": f"{host}:{controller_port + 1}"})
-        for i, port in enumerate(broker_ports)
-    ]
-    return ClusterFile(",".join(p.address for p in processes[1:]), processes, secrets.token_urlsafe(32))
+    processes: list[ProcessSpec] = []
+    if zookeeper == "embedded":
+        server = ZooKeeperServer(data / "zookeeper", controller_port + 2 * controllers, host)
+        processes.append(ProcessSpec("zookeeper", ZOOKEEPER_NODE_ID, "zookeeper", host, server.port,
+                                     str(server.data_dir), str(data / "zookeeper.log"), server.configure()))
+        zookeeper = server.connect
+    stored = {"zookeeper.connect": zookeeper} if zookeeper else {}
+    ports = [controller_port + 2 * i for i in range(controllers)]
+    processes += [spec("controller" if controllers == 1 else f"controller-{i}", CONTROLLER_NODE_ID + i, "controller",
+                       port, f"CONTROLLER://{host}:{port + 1}", stored) for i, port in enumerate(ports)]
+    voters = ",".join(f"{host}:{port + 1}" for port in ports)
+    processes += [spec(f"broker-{i}", i, "broker", port, f"INTERNAL://{host}:0", {"controller.address": voters})
+                  for i, port in enumerate(broker_ports)]
+    bootstrap = ",".join(p.address for p in processes if p.role == "broker")
+    return ClusterFile(bootstrap, processes, secrets.token_urlsafe(32))
 
 
 # --- one process ------------------------------------------------------------------------------------------
@@ -325,8 +363,16 @@ def launch_process(spec: ProcessSpec, secret: str = "") -> int:
     return offset
 
 
+def _serves_zookeeper(spec: ProcessSpec) -> bool:
+    try:
+        return "Mode:" in four_letter_word(spec.host, spec.port, "srvr")
+    except OSError:
+        return False
+
+
 def wait_ready(spec: ProcessSpec, log_offset: int, timeout_s: float = READY_TIMEOUT_S) -> None:
-    """Return once the process printed its ready line; raise LaunchError (having killed it) otherwise."""
+    """Return once the process printed its ready line (ZooKeeper: answers `srvr` with its mode); raise
+    LaunchError (having killed it) otherwise."""
     ready = f"epoch-broker: node {spec.node_id} listening on".encode()
     deadline = time.monotonic() + timeout_s
     with open(spec.log, "rb") as log:
@@ -334,7 +380,7 @@ def wait_ready(spec: ProcessSpec, log_offset: int, timeout_s: float = READY_TIME
         seen = b""
         while True:
             seen += log.read()
-            if ready in seen:
+            if ready in seen or (spec.role == "zookeeper" and _serves_zookeeper(spec)):
                 return
             if _reap(spec.pid):
                 problem = "exited before it was ready"
@@ -359,21 +405,24 @@ def _quiet(_: str) -> None:
 
 def start_cluster(cluster: ClusterFile, directory: str | Path, progress: Progress = _quiet,
                   timeout_s: float = READY_TIMEOUT_S) -> Path:
-    """Start the controller, then every broker (launched together, each awaited); write cluster.json.
+    """Start the embedded ZooKeeper if any, then the first controller (it becomes the active one), then the other
+    controllers and every broker (launched together, each awaited); write cluster.json.
 
     On any failure the processes already started are stopped and LaunchError is raised."""
     Path(directory).mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
     try:
-        controller = cluster.controller
-        progress(f"starting {controller.name} (node {controller.node_id}) on {controller.address}")
-        started = time.monotonic()
-        start_process(controller, cluster.secret, timeout_s)
-        progress(f"{controller.name} ready (pid {controller.pid}, {time.monotonic() - started:.1f} s)")
+        first = [*([cluster.zookeeper] if cluster.zookeeper else []), cluster.controller]
+        for spec in first:
+            progress(f"starting {spec.name} (node {spec.node_id}) on {spec.address}")
+            start_process(spec, cluster.secret, timeout_s)
+            progress(f"{spec.name} ready (pid {spec.pid}, {time.monotonic() - started:.1f} s)")
+        rest = [spec for spec in cluster.processes if spec not in first]
         offsets = []
-        for spec in cluster.brokers:
+        for spec in rest:
             progress(f"starting {spec.name} (node {spec.node_id}) on {spec.address}")
             offsets.append(launch_process(spec, cluster.secret))
-        for spec, offset in zip(cluster.brokers, offsets, strict=True):
+        for spec, offset in zip(rest, offsets, strict=True):
             wait_ready(spec, offset, timeout_s)
             progress(f"{spec.name} ready (pid {spec.pid}, {time.monotonic() - started:.1f} s)")
         return cluster.write(directory)
@@ -383,8 +432,11 @@ def start_cluster(cluster: ClusterFile, directory: str | Path, progress: Progres
 
 
 def stop_cluster(cluster: ClusterFile, progress: Progress = _quiet, timeout_s: float = STOP_TIMEOUT_S) -> None:
-    """Brokers first (together: each shuts down cleanly through the controller), then the controller."""
-    for group in (cluster.brokers, [cluster.controller]):
+    """Brokers first (together: each shuts down cleanly through the controller), then the controllers, then an
+    embedded ZooKeeper."""
+    for group in (cluster.brokers, cluster.controllers, [cluster.zookeeper] if cluster.zookeeper else []):
+        if not group:
+            continue
         with ThreadPoolExecutor(len(group)) as pool:
             outcomes = list(pool.map(lambda spec: stop_process(spec, timeout_s), group))
         for spec, outcome in zip(group, outcomes, strict=True):
@@ -409,6 +461,11 @@ def restart_process(directory: str | Path, node_id: int, hard: bool = False, pro
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    parser.add_argument("--controllers", type=int, default=1,
+                        help="number of controllers, one active (default 1; more need --zookeeper)")
+    parser.add_argument("--zookeeper", default="", metavar="HOST:PORT|embedded",
+                        help="keep the controllers' metadata in this ZooKeeper (zookeeper.connect, with an optional "
+                             "/chroot), or in one started here from Debian's zookeeper package (embedded)")
     parser.add_argument("--data-dir", default="cluster-data", help="data, logs and cluster.json (./cluster-data)")
     parser.add_argument("--base-port", type=int, default=9092,
                         help="broker i listens on base+i, the controller on base+100, their metrics and status "
@@ -435,8 +492,9 @@ def run(args: argparse.Namespace) -> int:
         if args.no_fault_hooks:
             overrides["fault.hooks.enable"] = "false"
         cluster = plan_cluster(args.data_dir, args.brokers, args.base_port + CONTROLLER_PORT_OFFSET,
-                               [args.base_port + i for i in range(args.brokers)], overrides)
-    except (ConfigError, ValueError) as exc:
+                               [args.base_port + i for i in range(args.brokers)], overrides,
+                               controllers=args.controllers, zookeeper=args.zookeeper)
+    except (ConfigError, ValueError, ZooKeeperError) as exc:
         say(str(exc))
         return 2
     with contextlib.suppress(FileNotFoundError, ValueError):
@@ -455,7 +513,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     say(f"wrote {path}")
     say(f"bootstrap servers: {cluster.bootstrap}")
-    say("status pages: " + ", ".join(f"{p.name} {p.metrics_url}/" for p in cluster.processes))
+    say("status pages: " + ", ".join(f"{p.name} {p.metrics_url}/" for p in cluster.processes if p.metrics_url))
     say("running; Ctrl-C stops it")
     _watch(args.data_dir, stop, say)
     say("stopping")

@@ -71,7 +71,8 @@ class ZooKeeperServer:
     def log_path(self) -> Path:
         return self.data_dir / "zookeeper.log"
 
-    def _configure(self) -> list[str]:
+    def configure(self) -> list[str]:
+        """Write its zoo.cfg and log4j settings; returns the argv that runs it."""
         java = shutil.which("java")
         missing = [name for name in JARS if not (JARS_DIR / name).is_file()]
         if java is None or missing:
@@ -94,7 +95,7 @@ class ZooKeeperServer:
 
     def launch(self) -> None:
         """Start the process without waiting (an ensemble's members wait for each other)."""
-        argv = self._configure()
+        argv = self.configure()
         with open(self.data_dir / "zookeeper.out", "ab") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)

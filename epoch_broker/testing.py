@@ -137,9 +137,19 @@ class _Both:
 
 
 def _request(bootstrap: str, api: Any, body: Any) -> Any:
-    with BlockingKafkaClient.connect(bootstrap.split(",")[0], "epoch-broker-testing", REQUEST_TIMEOUT_S) as client:
-        client.negotiate()
-        return client.request(api, client.version_for(api), body)
+    """Sent to the first bootstrap server that takes a connection (a cluster's first broker may be down)."""
+    addresses = bootstrap.split(",")
+    for address in addresses:
+        try:
+            client = BlockingKafkaClient.connect(address, "epoch-broker-testing", REQUEST_TIMEOUT_S)
+        except ConnectionRefusedError:
+            if address == addresses[-1]:
+                raise
+            continue
+        with client:
+            client.negotiate()
+            return client.request(api, client.version_for(api), body)
+    raise ValueError("no bootstrap servers")
 
 
 def _create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int,
@@ -374,14 +384,16 @@ def broker(*, in_process: bool = True, data_dir: str | Path | None = None, confi
 
 
 class Cluster(_Both):
-    """A controller and N brokers as processes (drill/launcher.py's, as `epoch-broker cluster` runs them)."""
+    """Controllers and N brokers as processes (drill/launcher.py's, as `epoch-broker cluster` runs them)."""
 
-    def __init__(self, brokers: int, data_dir: str | Path | None, config: dict[str, str], metrics: bool = False
-                 ) -> None:
+    def __init__(self, brokers: int, data_dir: str | Path | None, config: dict[str, str], metrics: bool = False,
+                 controllers: int = 1, zookeeper: str = "") -> None:
         self._own_dir = data_dir is None
         self.metrics = metrics  # each process serves /metrics and its status page (ClusterFile's metrics_url)
         self.data_dir = Path(data_dir if data_dir is not None else tempfile.mkdtemp(prefix="epoch-cluster-"))
         self.brokers = brokers
+        self.controllers = controllers
+        self.zookeeper = zookeeper  # "" (the file store), "embedded" or a zookeeper.connect string
         self.config = config
         self.file: launcher.ClusterFile | None = None
 
@@ -389,9 +401,10 @@ class Cluster(_Both):
         # The ports are checked free when picked, but another test may bind one before our process does: a
         # start that lost a port is retried on others (start_cluster has stopped what it started).
         for attempt in range(PORT_RACE_RETRIES + 1):
-            base = launcher.free_base_port(self.brokers, LISTEN_PORTS)
+            base = launcher.free_base_port(self.brokers, LISTEN_PORTS, self.controllers, self.zookeeper == "embedded")
             plan = launcher.plan_cluster(self.data_dir, self.brokers, base + launcher.CONTROLLER_PORT_OFFSET,
-                                         [base + i for i in range(self.brokers)], self.config, metrics=self.metrics)
+                                         [base + i for i in range(self.brokers)], self.config, metrics=self.metrics,
+                                         controllers=self.controllers, zookeeper=self.zookeeper)
             try:
                 launcher.start_cluster(plan, self.data_dir)
             except launcher.LaunchError as exc:
@@ -480,7 +493,7 @@ class Cluster(_Both):
 
     def elect(self, topic: str, partition: int, leader: int | None = None, unclean: bool = False) -> str:
         """"elected" or "not needed"; admin.AdminError for an error answer."""
-        return _run(admin.elect(self._cluster_file().controller.address, topic, partition,
+        return _run(admin.elect(_run(admin.active_controller(self._cluster_file())), topic, partition,
                                        -1 if leader is None else leader, unclean))
 
     def fault(self, node: int, key: str, value: str | None) -> str:
@@ -491,13 +504,15 @@ class Cluster(_Both):
 
 
 def cluster(brokers: int = 3, *, data_dir: str | Path | None = None, config: dict[str, Any] | None = None,
-            metrics: bool = False, **keywords: Any) -> Cluster:
+            metrics: bool = False, controllers: int = 1, zookeeper: str = "", **keywords: Any) -> Cluster:
     """A cluster to use in `with` or `async with`: a controller and `brokers` brokers started on entry,
     stopped on exit (its temporary data removed). `metrics`: each process serves /metrics and its status page
-    (`metrics_url(node)`); off by default, as it adds to every process's start."""
+    (`metrics_url(node)`); off by default, as it adds to every process's start. `zookeeper` ("embedded": a
+    ZooKeeper process started with the cluster, from Debian's package; or a zookeeper.connect string) keeps the
+    controllers' metadata in ZooKeeper, where `controllers` of them (nodes 1000, 1001, ...) elect one."""
     if not 1 <= brokers <= 9:
         raise ValueError(f"brokers must be between 1 and 9, not {brokers}")
-    return Cluster(brokers, data_dir, settings(config, keywords), metrics)
+    return Cluster(brokers, data_dir, settings(config, keywords), metrics, controllers, zookeeper)
 
 
 def _run(work: Coroutine[Any, Any, T]) -> T:

@@ -3,9 +3,14 @@
 The controller turns requests into metadata records, makes them durable in its `MetadataStore`, applies them
 to its own `MetadataCache`, then hands them to every subscriber (in one process: the local broker; in a
 cluster, issue 6, the brokers that pull or receive them). The request methods are synchronous: state lives on
-the event loop and a metadata append is one small fsync. In a cluster the same methods serve the controller's
-wire handlers (BrokerRegistration, CreateTopics forwarded by brokers), and brokers reach them through a client
-exposing the same names.
+the event loop. In a cluster the same methods serve the controller's wire handlers (BrokerRegistration,
+CreateTopics forwarded by brokers), and brokers reach them through a client exposing the same names.
+
+Two ways to commit, one decision code (Kafka's QuorumController: records applied at once, answered after commit):
+- The file store: a metadata append is one small fsync, done before the records are applied.
+- A replicated store (ZooKeeper, `deferred`): the records are applied at once, so the next decision sees them,
+  and wait past `committed_offset` until the process's committer (quorum.py) has appended them; only then do
+  subscribers get them and do answers go out. If the append fails, leadership is lost: `revert` drops them.
 
 Rules:
 - Records are durable before anyone sees them: a subscriber never acts on metadata that a crash could undo.
@@ -162,6 +167,11 @@ class Controller:
         self.image = MetadataCache()
         self.image.controller_id = config.node_id
         self.records: list[Any] = []  # the metadata log: a record's index is its metadata offset
+        self.committed_offset = 0  # records[:committed_offset] are durable; subscribers have seen only those
+        self.deferred = False  # a replicated store: `_commit` leaves the append to the process's committer
+        self.on_uncommitted: Callable[[], None] = lambda: None  # called when deferred records wait for it
+        self.active = True  # False while a standby of a ZooKeeper quorum (quorum.py sets both)
+        self.controller_epoch: int | None = None  # the ZooKeeper controller epoch it won (None: the file store)
         self.subscribers: list[Callable[[list[Any]], None]] = []
         self.last_heartbeat: dict[int, float] = {}  # node id -> clock() of its last sign of life
         self.heard_since_start: set[int] = set()  # brokers with a session opened with this controller
@@ -170,35 +180,68 @@ class Controller:
         self.metrics: ProcessMetrics | None = None  # set by the process that exports metrics
 
     def start(self) -> list[Any]:
-        """Replay the store; returns every record, for the first subscriber's initial state."""
-        self.records = self.store.load()
-        for record in self.records:
-            self.image.apply(record)
-        started = self.clock()  # when each broker was last heard from died with the previous controller
-        self.last_heartbeat = dict.fromkeys(self.image.brokers, started)
-        if self.image.cluster_id is None:
-            cluster_id = self.config.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
-            self._commit([ClusterRecord(cluster_id)])
+        """Replay the store and act; returns every record, for the first subscriber's initial state."""
+        self.follow(self.store.load())
+        self.activate()
         log.info("controller loaded %d metadata records (cluster %s)", len(self.records), self.image.cluster_id)
         return list(self.records)
 
+    def follow(self, records: list[Any]) -> None:
+        """Records another controller committed (read from the store at start, or by a standby)."""
+        self.records.extend(records)
+        for record in records:
+            self.image.apply(record)
+        self.mark_committed(len(self.records))
+
+    def activate(self) -> None:
+        """Start deciding: every registered broker gets a full session from now (when each was last heard from
+        died with the previous controller), and a new cluster its id."""
+        started = self.clock()
+        self.last_heartbeat = dict.fromkeys(self.image.brokers, started)
+        self.heard_since_start.clear()
+        self.disconnected.clear()
+        if self.image.cluster_id is None:
+            cluster_id = self.config.cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
+            self._commit([ClusterRecord(cluster_id)])
+
     @property
     def end_offset(self) -> int:
-        """The metadata offset the next record will get."""
+        """The metadata offset the next record will get (records past `committed_offset` included)."""
         return len(self.records)
 
     def close(self) -> None:
         self.store.close()
 
     def _commit(self, records: list[Any]) -> None:
-        self.store.append(records)
+        if not self.deferred:
+            self.store.append(records)  # durable before anyone sees them
         if self.metrics is not None:  # elections and ISR changes, seen against the state they replace
             self.metrics.record_controller_commit(self, records)
         self.records.extend(records)
         for record in records:
             self.image.apply(record)
-        for subscriber in self.subscribers:
-            subscriber(records)
+        if self.deferred:
+            self.on_uncommitted()
+        else:
+            self.mark_committed(len(self.records))
+
+    def uncommitted(self) -> list[Any]:
+        """The records applied but not yet durable, in order (a replicated store's committer appends them)."""
+        return self.records[self.committed_offset:]
+
+    def mark_committed(self, offset: int) -> None:
+        """Records up to `offset` are durable: subscribers get them."""
+        committed, self.committed_offset = self.records[self.committed_offset:offset], offset
+        if committed:
+            for subscriber in self.subscribers:
+                subscriber(committed)
+
+    def revert(self) -> None:
+        """Forget the records that never became durable (leadership was lost with them in flight): the state is the
+        committed log's again, as a standby's."""
+        if self.committed_offset < len(self.records):
+            del self.records[self.committed_offset:]
+            self.image.rebuild(self.records)
 
     # -- brokers ------------------------------------------------------------------------------------
 
@@ -246,7 +289,7 @@ class Controller:
         if error != ErrorCode.NONE:
             return HeartbeatResult(error)
         self._heard_from(node_id)
-        caught_up = metadata_offset >= self.end_offset - 1
+        caught_up = metadata_offset >= self.committed_offset - 1
         fenced = node_id in self.image.fenced_brokers
         if want_shut_down:
             if not fenced:

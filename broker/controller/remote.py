@@ -5,6 +5,12 @@ in request order): one pulls the metadata log, the other carries registration, h
 reconnect with backoff; a broker keeps serving what it knows while the controller is away, and is fenced by
 the controller if that lasts longer than its session.
 
+With several controllers (`controller.address` a list: controllers sharing a ZooKeeper store), both
+connections go to the one in use; a connection that fails, or an answer of NOT_CONTROLLER (a standby, or an
+active controller that lost its election mid-request), moves them on to the next in the list, round and
+round, until the active one answers. Every controller serves the same committed log, so the metadata fetch
+resumes from the broker's own offset on the new one.
+
 Rules:
 - `fault.metadata.paused` stops the metadata fetch (heartbeats go on): the broker acts on what it knew.
 - Records are applied in metadata-offset order, each exactly once; a gap or a bad batch drops the connection
@@ -69,14 +75,50 @@ FAULT_CHECK_S = 0.1  # how often a paused metadata fetch (fault.metadata.paused)
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}  # Kafka's SecurityProtocol
 
 
-class _Link:
-    """One lazily (re)connected, version-negotiated connection to the controller."""
+class NotActiveController(ConnectionError):
+    """The controller answered NOT_CONTROLLER: as a lost connection, the request goes to the next one."""
 
-    def __init__(self, host: str, port: int, client_id: str, faults: BrokerFaults, security: Security) -> None:
-        self.host, self.port, self.client_id = host, port, client_id
+
+class _Controllers:
+    """The controllers a broker may reach, and the one both links use now."""
+
+    def __init__(self, addresses: str) -> None:
+        self.addresses = [(host, int(port)) for host, _, port in
+                          (address.strip().rpartition(":") for address in addresses.split(",") if address.strip())]
+        self.current = 0
+
+    def now(self) -> tuple[int, str, int]:
+        return self.current, *self.addresses[self.current]
+
+    def move_on(self, failed: int) -> None:
+        """The controller at `failed` did not serve: try the next (unless the other link already moved)."""
+        if self.current == failed:
+            self.current = (failed + 1) % len(self.addresses)
+
+
+def _first_error_code(message: Any) -> int | None:
+    """The first error code along the first element of each nested array (where a refusal of the whole
+    request shows: every error_code field of a NOT_CONTROLLER answer holds it)."""
+    code = getattr(message, "error_code", None)
+    if code is not None:
+        return code
+    for name in message._field_names:
+        value = getattr(message, name)
+        if isinstance(value, list) and value and hasattr(value[0], "_field_names"):
+            return _first_error_code(value[0])
+    return None
+
+
+class _Link:
+    """One lazily (re)connected, version-negotiated connection to the controller in use."""
+
+    def __init__(self, controllers: _Controllers, client_id: str, faults: BrokerFaults, security: Security) -> None:
+        self.controllers = controllers
+        self.client_id = client_id
         self.security = security
         self.faults = faults
         self._client: KafkaClient | None = None
+        self._index = -1  # which controller `_client` is connected to
 
     async def call(self, api: Api, body: Any, version: int | None = None) -> Any:
         """Send one request; on a connection failure the link is reset and ConnectionError raised."""
@@ -86,22 +128,31 @@ class _Link:
             raise ConnectionError(f"cut off from the controller ({NETWORK_PARTITION})")
         if delay := self.faults.delay_s(CONTROLLER_PEER):  # fault.network.delay: a slow link to the controller
             await asyncio.sleep(delay)
+        index, host, port = self.controllers.now()
+        if self._index != index:  # the other link moved on
+            await self.close()
         try:
             if self._client is None:
-                client = KafkaClient(self.host, self.port, self.client_id, self.security)
+                client = KafkaClient(host, port, self.client_id, self.security)
                 try:
                     await client.open()
                     await client.negotiate()
                 except BaseException:
                     await client.close()
                     raise
-                self._client = client
+                self._client, self._index = client, index
             chosen = self._client.version_for(api) if version is None else version
             # A controller that stopped answering without closing (paused, partitioned) must not hang us.
-            return await asyncio.wait_for(self._client.request(api, chosen, body), REQUEST_TIMEOUT_S)
+            response = await asyncio.wait_for(self._client.request(api, chosen, body), REQUEST_TIMEOUT_S)
         except (OSError, EOFError) as exc:  # TimeoutError is an OSError
             await self.close()
-            raise ConnectionError(f"controller {self.host}:{self.port}: {exc}") from exc
+            self.controllers.move_on(index)
+            raise ConnectionError(f"controller {host}:{port}: {exc}") from exc
+        if _first_error_code(response) == ErrorCode.NOT_CONTROLLER:
+            await self.close()
+            self.controllers.move_on(index)
+            raise NotActiveController(f"controller {host}:{port} is not the active controller")
+        return response
 
     async def close(self) -> None:
         client, self._client = self._client, None
@@ -112,7 +163,7 @@ class _Link:
 class RemoteChannel:
     def __init__(self, config: BrokerConfig, metadata: MetadataCache, faults: BrokerFaults,
                  on_fatal: Callable[[str], None]) -> None:
-        host, _, port = config.controller_address.rpartition(":")
+        self.controllers = _Controllers(config.controller_address)
         self.node_id = config.node_id
         self.config = config
         self.heartbeat_interval_s = config.broker_heartbeat_interval_ms / 1000
@@ -123,8 +174,8 @@ class RemoteChannel:
         self.controller_id = -1
         security = client_security(config, (*config.controller_listener_names, "PLAINTEXT")[0],
                                    config.sasl_mechanism_controller_protocol)
-        self._requests = _Link(host, int(port), f"broker-{config.node_id}", faults, security)
-        self._fetches = _Link(host, int(port), f"broker-{config.node_id}-metadata", faults, security)
+        self._requests = _Link(self.controllers, f"broker-{config.node_id}", faults, security)
+        self._fetches = _Link(self.controllers, f"broker-{config.node_id}-metadata", faults, security)
         self._on_records: OnRecords | None = None
         self._applied = asyncio.Event()  # set (and replaced) whenever records were applied
         self._high_watermark = 0  # the controller's end offset, as last seen
@@ -268,13 +319,18 @@ class RemoteChannel:
 
     async def _heartbeat_loop(self) -> None:
         fenced = False
+        # with several controllers a failed heartbeat is tried at once on the next (the active one may be there)
+        retry_s = RETRY_BACKOFF_S if len(self.controllers.addresses) > 1 else self.heartbeat_interval_s
+        delay_s = self.heartbeat_interval_s
         while True:
-            await asyncio.sleep(self.heartbeat_interval_s)
+            await asyncio.sleep(delay_s)
             try:
                 response = await self._heartbeat()
             except ConnectionError as exc:
                 log.warning("heartbeat failed: %s", exc)
+                delay_s = retry_s
                 continue
+            delay_s = self.heartbeat_interval_s
             if response.error_code == ErrorCode.STALE_BROKER_EPOCH:
                 self.on_fatal("the controller answered STALE_BROKER_EPOCH: another process registered as this node")
                 return

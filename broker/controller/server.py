@@ -10,6 +10,11 @@ unless it heartbeats again on a new connection (`Controller.shorten_session`). S
 replaced in well under a second, while a paused broker (SIGSTOP) or a network partition, which close nothing,
 still get the whole session timeout. A paused controller is the converse: when it runs again after a gap of
 STALL_S or more, every broker gets a new session before any is judged, since their heartbeats waited unread.
+
+With `zookeeper.connect` several controller processes share the store in ZooKeeper; one is active
+(broker/controller/quorum.py). The others answer NOT_CONTROLLER to everything but the connection's own
+requests (`acting`), and fence nobody; every answer of the active one waits until the records its decision
+made are committed (`until_committed`, called by the dispatcher), or is NOT_CONTROLLER if leadership was lost.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from epoch_broker.broker.config import BrokerConfig, Endpoint
+from epoch_broker.broker.config import BrokerConfig, Endpoint, StartupError
 from epoch_broker.broker.controller.channel import EmbeddedChannel
 from epoch_broker.broker.controller.controller import Controller
 from epoch_broker.broker.controller.store import CorruptMetadataLog
@@ -34,6 +39,7 @@ from epoch_broker.broker.security import authorization
 from epoch_broker.broker.security.listeners import add_config_users, bind_listeners
 
 if TYPE_CHECKING:
+    from epoch_broker.broker.controller.quorum import ZooKeeperQuorum
     from epoch_broker.broker.metrics import ProcessMetrics
     from epoch_broker.broker.status import StatusServer
 
@@ -41,14 +47,25 @@ log = logging.getLogger(__name__)
 
 LIVENESS_CHECK_INTERVAL_S = 0.1
 STALL_S = 1.0  # a gap this long between liveness checks means this process was not running
+CLUSTER_ID_WAIT_S = 30.0  # beyond a session: how long a new standby waits for the first active controller
 
 
 class ControllerServer:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.node_id = config.node_id
-        check_metadata_log_present(config.data_dir)  # before the store opens (and would create) it
-        self.controller = Controller(config, FileMetadataStore(config.data_dir))
+        self.quorum: ZooKeeperQuorum | None = None
+        if config.zookeeper_connect:  # kazoo is imported only then
+            from epoch_broker.broker.controller.quorum import ZooKeeperQuorum
+            from epoch_broker.broker.controller.store.zookeeper import open_zookeeper_store
+
+            store = open_zookeeper_store(config)
+            self.controller = Controller(config, store)
+            self.quorum = ZooKeeperQuorum(self.controller, store, config.node_id, config.zookeeper_session_timeout_ms,
+                                          on_revert=lambda: add_config_users(self.config, self.metadata.credentials))
+        else:
+            check_metadata_log_present(config.data_dir)  # before the store opens (and would create) it
+            self.controller = Controller(config, FileMetadataStore(config.data_dir))
         self.channel = EmbeddedChannel(self.controller)  # the shared topic handlers call the controller through it
         self.metadata: MetadataCache = self.controller.image
         # request rules only: the controller's store is not a partition log
@@ -77,7 +94,10 @@ class ControllerServer:
         add_config_users(self.config, self.metadata.credentials)
         authorization.configure(self.config, self.metadata.acls)
         try:
-            self.controller.start()
+            if self.quorum is None:
+                self.controller.start()
+            else:
+                await self._join_quorum()
         except CorruptMetadataLog as exc:
             raise corrupt_metadata_log(exc) from exc
         claim_log_dirs([self.config.data_dir], self.cluster_id, self.node_id)
@@ -101,6 +121,30 @@ class ControllerServer:
         log.info("controller %d serving %d metadata records", self.node_id, self.controller.end_offset)
         return self.config.listeners[0]
 
+    async def _join_quorum(self) -> None:
+        """Follow the log in ZooKeeper (and become active if no controller is): started once the cluster has an id."""
+        assert self.quorum is not None
+        loop = asyncio.get_running_loop()
+        wait_s = self.config.zookeeper_session_timeout_ms / 1000 + CLUSTER_ID_WAIT_S
+        deadline = loop.time() + wait_s
+        await self.quorum.start()
+        while self.metadata.cluster_id is None:  # a standby of a new cluster: the first active one names it
+            if loop.time() > deadline:
+                raise StartupError(f"zookeeper.connect: {self.config.zookeeper_connect}: no controller wrote the "
+                                   f"cluster id within {wait_s:.0f} s")
+            await self.quorum.wait_for_change(0.1)
+        role = "active" if self.quorum.active else f"a standby (controller {self.metadata.controller_id} is active)"
+        log.info("controller %d joined the quorum in ZooKeeper as %s", self.node_id, role)
+
+    @property
+    def acting(self) -> bool:
+        """Whether this process decides now (a standby, or an active controller past its lease, does not)."""
+        return self.quorum is None or self.quorum.acting
+
+    async def until_committed(self) -> bool:
+        """Wait until every record decided so far is durable; False if leadership was lost first."""
+        return self.quorum is None or await self.quorum.until_committed(self.controller.end_offset)
+
     def note_heartbeat_connection(self, peer: str, node_id: int) -> None:
         self._heartbeat_peers[peer] = node_id
 
@@ -118,8 +162,8 @@ class ControllerServer:
         self._appended = asyncio.Event()
 
     async def wait_for_records(self, offset: int, timeout_s: float) -> None:
-        """Return once the metadata log has a record at `offset`, or after `timeout_s`."""
-        if offset < self.controller.end_offset or timeout_s <= 0:
+        """Return once the metadata log has a committed record at `offset`, or after `timeout_s`."""
+        if offset < self.controller.committed_offset or timeout_s <= 0:
             return
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._appended.wait(), timeout_s)
@@ -136,6 +180,9 @@ class ControllerServer:
 
     def _check_liveness_now(self) -> None:
         now = asyncio.get_running_loop().time()
+        if not self.acting:  # a standby judges nobody; an active controller renews every session when it starts
+            self._last_check = now
+            return
         if now - self._last_check > STALL_S:
             # Stopped (SIGSTOP, a VM pause) or blocked: the brokers' heartbeats wait unread in the sockets, so
             # fencing them now would punish them for the controller's absence.
@@ -158,5 +205,7 @@ class ControllerServer:
                 await self._liveness
         if self.server is not None:
             await self.server.stop()
+        if self.quorum is not None:
+            await self.quorum.stop()
         self.controller.close()
         log.info("controller %d stopped cleanly", self.node_id)

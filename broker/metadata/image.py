@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from epoch_broker.broker.metadata.records import (
     AccessControlEntryRecord,
@@ -64,8 +65,14 @@ class TopicState:
 
 class MetadataCache:
     def __init__(self) -> None:
-        self.cluster_id: str | None = None
         self.controller_id = -1
+        self.acls = Authorizer()  # the ACL bindings; who is a super user is the process's config
+        self.credentials = CredentialStore()  # SCRAM credentials (KIP-554), and the config's users at start
+        self._reset()
+
+    def _reset(self) -> None:
+        """Every field the records set, empty."""
+        self.cluster_id: str | None = None
         self.brokers: dict[int, RegisterBrokerRecord] = {}  # every registered broker, fenced or not
         self.fenced_brokers: set[int] = set()
         self.fenced_at: dict[int, float] = {}  # node id -> time.monotonic() when its fencing was applied here
@@ -73,8 +80,17 @@ class MetadataCache:
         self.topics_by_name: dict[str, TopicState] = {}
         self.topics_by_id: dict[bytes, TopicState] = {}
         self.next_producer_id = 0
-        self.acls = Authorizer()  # the ACL bindings; who is a super user is the process's config
-        self.credentials = CredentialStore()  # SCRAM credentials (KIP-554), and the config's users at start
+
+    def rebuild(self, records: list[Any]) -> None:
+        """This cache as if only `records` had been applied (a controller reverting what it could not commit). The
+        ACL and credential objects stay the same ones, emptied and refilled: listeners and handlers hold them; the
+        process adds its configured users again."""
+        for binding in list(self.acls):
+            self.acls.remove(binding)
+        self.credentials.clear()
+        self._reset()
+        for record in records:
+            self.apply(record)
 
     def apply(self, record: object) -> None:
         self.metadata_offset += 1

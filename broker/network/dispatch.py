@@ -24,6 +24,10 @@ Rules:
   CLUSTER_ACTION on the cluster.
 - Request fault rules (broker/faults.py, `fault.request.<api>`) are applied here, before the handler: answer
   an error, delay, or drop the connection, per API key, without any test-only branch in the handlers.
+- In a controller process, every API but the connection's own (CONNECTION_APIS) is answered NOT_CONTROLLER
+  unless the process is acting (`ControllerServices.acting`: a standby of a ZooKeeper quorum is not), and its
+  answer waits until the records decided so far are committed (`until_committed`): NOT_CONTROLLER instead if
+  leadership was lost meanwhile (the decision was reverted).
 """
 
 from __future__ import annotations
@@ -35,14 +39,15 @@ import logging
 import pkgutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from epoch_broker.broker.faults import NETWORK_PARTITION, peer_of
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import CLUSTER, authorized
-from epoch_broker.broker.services import Services
+from epoch_broker.broker.services import ControllerServices, Services
 from epoch_broker.protocol.connection import ANONYMOUS, NotAuthenticated, ProtocolViolation, ServerConnection
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
+from epoch_broker.protocol.messages import api_versions, sasl_authenticate, sasl_handshake
 from epoch_broker.protocol.schema import Api, Field
 from epoch_broker.protocol.versions import VersionRange
 
@@ -66,6 +71,8 @@ CONTROLLER = "controller"
 # own Fetch, of the metadata log) than a broker.
 REGISTRY: dict[str, dict[int, Registration]] = {BROKER: {}, CONTROLLER: {}}
 HANDLER_PACKAGES = ("epoch_broker.broker.handlers", "epoch_broker.broker.controller.handlers")
+# what any controller process answers, active or not: setting up the connection
+CONNECTION_APIS = frozenset(api.key for api in (api_versions.API, sasl_handshake.API, sasl_authenticate.API))
 
 
 def handles(api: Api, versions: str, roles: tuple[str, ...] = (BROKER,),
@@ -243,6 +250,10 @@ class Dispatcher:
             if rule.error is not None:
                 return error_response(api, body, rule.error)
         context.queue_s = asyncio.get_running_loop().time() - context.received_at
+        controller_decides = self.role == CONTROLLER and api.key not in CONNECTION_APIS
+        controller = cast(ControllerServices, self.services)
+        if controller_decides and not controller.acting:
+            return error_response(api, body, ErrorCode.NOT_CONTROLLER)
         try:
             if registration.is_async:
                 response = await registration.handler(context, body)
@@ -254,4 +265,6 @@ class Dispatcher:
         except ConnectionError as exc:  # the controller is unreachable: what Kafka answers a forward timeout
             log.warning("%s from %s answered REQUEST_TIMED_OUT: %s", api.name, peer, exc)
             response = error_response(api, body, ErrorCode.REQUEST_TIMED_OUT)
+        if controller_decides and not await controller.until_committed():
+            response = error_response(api, body, ErrorCode.NOT_CONTROLLER)  # its records were reverted
         return response

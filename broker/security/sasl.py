@@ -159,6 +159,11 @@ class CredentialStore:
         self._scram: dict[tuple[str, str], ScramCredential] = {}
         self._secret = secret if secret is not None else secrets.token_bytes(32)
 
+    def clear(self) -> None:
+        """Forget every password and credential (the decoy secret stays)."""
+        self._passwords.clear()
+        self._scram.clear()
+
     def set_password(self, user: str, password: str) -> None:
         self._passwords[user] = password
 

@@ -44,8 +44,9 @@ class Cluster(testing.Cluster):
     """The shared cluster (epoch_broker/testing.py, what users get), with what the project's cluster tests add:
     process specs, raw clients per node, Metadata as one node answers it, the admin CLI, process logs."""
 
-    def __init__(self, directory: Path, brokers: int, overrides: dict[str, str], metrics: bool = False) -> None:
-        super().__init__(brokers, directory, overrides, metrics)
+    def __init__(self, directory: Path, brokers: int, overrides: dict[str, str], metrics: bool = False,
+                 controllers: int = 1, zookeeper: str = "") -> None:
+        super().__init__(brokers, directory, overrides, metrics, controllers, zookeeper)
         self.directory = directory
 
     @property
@@ -54,7 +55,8 @@ class Cluster(testing.Cluster):
 
     @property
     def controller(self) -> str:
-        return self._cluster_file().controller.address
+        """The address of the active controller."""
+        return asyncio.run(admin.active_controller(self._cluster_file()))
 
     def broker(self, node: int) -> launcher.ProcessSpec:
         return self._cluster_file().process(node)
@@ -103,9 +105,9 @@ class Cluster(testing.Cluster):
 
 
 def start_cluster(tmp_path: Path, brokers: int = 3, overrides: dict[str, Any] | None = None,
-                  metrics: bool = False) -> Cluster:
+                  metrics: bool = False, controllers: int = 1, zookeeper: str = "") -> Cluster:
     cluster = Cluster(Path(tmp_path) / "cluster", brokers,
-                      {key: str(value) for key, value in (overrides or {}).items()}, metrics)
+                      {key: str(value) for key, value in (overrides or {}).items()}, metrics, controllers, zookeeper)
     cluster._start()
     return cluster
 

@@ -138,7 +138,7 @@ def test_a_zombie_controller_appends_nothing_once_another_is_elected(zookeeper: 
         session.stop()
         session.close()
         wait_until(lambda: inspector.exists(f"/{root}{CONTROLLER}") is None, "the zombie's claim gone")
-        assert successor.elect(1001) == 2
+        assert successor.elect(1001) == [ClusterRecord("cluster")] and successor.epoch == 2
         successor.append([ClusterRecord("after the failover")])
         with pytest.raises(NotController, match="controller epoch 1"):  # its session expired, or the epoch moved
             zombie.append([ClusterRecord("from the zombie")])

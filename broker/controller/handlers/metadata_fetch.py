@@ -1,8 +1,9 @@
 """Fetch · v13-16 · (controller) brokers pull the metadata log: `__cluster_metadata` partition 0, by topic id.
 
-Behaviour: records from fetch_offset to the end, as one batch (broker/metadata/metadata_log.py), high
-watermark = the controller's end offset; with nothing new, waits up to max_wait_ms for a commit (long poll, no
-polling). Any other topic: UNKNOWN_TOPIC_ID; a fetch offset past the end: OFFSET_OUT_OF_RANGE.
+Behaviour: committed records from fetch_offset to the end, as one batch (broker/metadata/metadata_log.py),
+high watermark = the controller's committed offset (a ZooKeeper quorum's records in flight are not served);
+with nothing new, waits up to max_wait_ms for a commit (long poll, no polling). Any other topic:
+UNKNOWN_TOPIC_ID; a fetch offset past the end: OFFSET_OUT_OF_RANGE.
 Version notes: v13+ only, since partitions are named by topic id.
 Skipped: max_bytes (metadata logs here are small: a whole range goes in one answer, so a commit is never
 split and a broker applies registrations and their epoch bumps together).
@@ -38,13 +39,13 @@ async def handle(context: RequestContext[ControllerServices], request: Any) -> A
             answer = PartitionData(partition_index=p.partition, records=b"")
             if topic.topic_id != metadata_log.METADATA_TOPIC_ID or p.partition != 0:
                 answer.error_code = ErrorCode.UNKNOWN_TOPIC_ID
-            elif not 0 <= p.fetch_offset <= controller.end_offset:
+            elif not 0 <= p.fetch_offset <= (end := controller.committed_offset):
                 answer.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
             else:
-                answer.high_watermark = answer.last_stable_offset = controller.end_offset
+                answer.high_watermark = answer.last_stable_offset = end
                 answer.log_start_offset = 0
-                if p.fetch_offset < controller.end_offset:
-                    answer.records = metadata_log.encode(controller.records[p.fetch_offset:], p.fetch_offset)
+                if p.fetch_offset < end:
+                    answer.records = metadata_log.encode(controller.records[p.fetch_offset:end], p.fetch_offset)
             partitions.append(answer)
         topics.append(TopicResponse(topic_id=topic.topic_id, partitions=partitions))
     return Response(responses=topics)

@@ -26,16 +26,23 @@ Rules:
 - After each append, Kafka's znodes (`/brokers/ids`, `/brokers/topics/...`, kafka_znodes.py) get the view of what
   it changed, in a second multi-op fenced the same way; a newly elected controller writes the whole view again.
   A view that could not be written is written whole again; the log stays the truth.
+- A standby follows: `follow` returns the batches appended since it last read (`watch` tells it when to look);
+  `elect` catches up the same way before it returns, so the new controller starts from the whole log.
+- `confirm` checks that the controller epoch is still this store's (the active controller's lease, renewed
+  by each successful append too); `resign` gives up the claim if this session still holds it.
 - Every call is a blocking network call to ZooKeeper (kazoo's threads do the IO): a caller on an event loop runs
-  it in an executor and takes the result back on the loop.
+  it in one executor thread (calls in order) and takes the result back on the loop; `watch`'s callbacks run on
+  kazoo's thread.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
+from epoch_broker.broker.config import BrokerConfig, StartupError
 from epoch_broker.broker.controller.store import CorruptMetadataLog, NotController
 from epoch_broker.broker.controller.store.kafka_znodes import KafkaZnodes
 from epoch_broker.broker.metadata.image import MetadataCache
@@ -48,6 +55,7 @@ from kazoo.exceptions import (
     NoNodeError,
     SessionExpiredError,
 )
+from kazoo.handlers.threading import KazooTimeoutError
 
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
@@ -65,12 +73,18 @@ class ZooKeeperMetadataStore:
         hosts, slash, chroot = connect.partition("/")
         self.root = f"/{chroot.strip('/')}" if slash and chroot.strip("/") else ""
         self.client = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000)
-        self.client.start(timeout=(connection_timeout_ms or session_timeout_ms) / 1000)
+        try:
+            self.client.start(timeout=(connection_timeout_ms or session_timeout_ms) / 1000)
+        except KazooTimeoutError:
+            self.client.stop()  # else kazoo goes on trying in the background
+            self.client.close()
+            raise
         self.client.ensure_path(self._path(LOG))
         self.client.ensure_path(self._path(CHUNKS))
         self.epoch = -1  # the controller epoch this store won, and the version of its znode
         self._epoch_version = -1
-        self.image: MetadataCache | None = None  # the log's state, for the view (made by `load`)
+        self.image = MetadataCache()  # the state of the log as read so far, for the view
+        self._last_batch = ""  # the name of the last batch read (names sort in append order)
         self._closed = False
         self.view = KafkaZnodes(self.client, self.root)
 
@@ -79,8 +93,9 @@ class ZooKeeperMetadataStore:
 
     # -- leadership ---------------------------------------------------------------------------------
 
-    def elect(self, node_id: int) -> int:
-        """Become the controller: returns the new controller epoch, or raises NotController naming the holder."""
+    def elect(self, node_id: int) -> list[Any]:
+        """Become the controller (the new controller epoch in `epoch`), or raise NotController naming the holder.
+        Returns the records appended since this store last read the log (all of them, on a new store)."""
         claim = json.dumps({"version": 1, "brokerid": node_id, "timestamp": str(int(time.time() * 1000))})
         try:
             self.client.create(self._path(CONTROLLER), claim.encode(), ephemeral=True)
@@ -103,10 +118,32 @@ class ZooKeeperMetadataStore:
                 continue
             self.epoch, self._epoch_version = int(data) + 1, stat.version
             break
-        self.load()
-        assert self.image is not None
+        records = self.follow()  # after the epoch moved: the predecessor can append nothing more
         self.view.sync(self.image, self.epoch)
-        return self.epoch
+        return records
+
+    def confirm(self) -> None:
+        """Raise NotController unless the controller epoch is still the one this store set."""
+        stat = self.client.exists(self._path(CONTROLLER_EPOCH))
+        if self._epoch_version < 0 or stat is None or stat.version != self._epoch_version:
+            self._epoch_version = -1
+            raise NotController(f"controller epoch {self.epoch} is over: another controller was elected")
+
+    def resign(self) -> None:
+        """Stop being the controller: the `/controller` claim is deleted if this session still holds it (else it
+        went with an expired session); the store then follows as a standby."""
+        self._epoch_version = -1
+        try:
+            _, stat = self.client.get(self._path(CONTROLLER))
+            if stat.ephemeralOwner == self.client.client_id[0]:
+                self.client.delete(self._path(CONTROLLER), version=stat.version)
+        except (NoNodeError, BadVersionError):
+            pass
+
+    def watch(self, on_change: Callable[[], None]) -> None:
+        """Call `on_change` (on kazoo's thread) when a batch is appended or the elected controller changes."""
+        self.client.ChildrenWatch(self._path(LOG), lambda _children: on_change())
+        self.client.DataWatch(self._path(CONTROLLER), lambda _data, _stat: on_change())
 
     def controller_id(self) -> int:
         """The elected controller's node id, -1 if none."""
@@ -119,9 +156,15 @@ class ZooKeeperMetadataStore:
     # -- the metadata log ---------------------------------------------------------------------------
 
     def load(self) -> list[Any]:
+        self.image = MetadataCache()
+        self._last_batch = ""
+        return self.follow()
+
+    def follow(self) -> list[Any]:
+        """The records of the batches appended since the last `load`, `follow` or `elect` (applied to `image`)."""
         log = self._path(LOG)
         records: list[Any] = []
-        for name in sorted(self.client.get_children(log)):
+        for name in sorted(n for n in self.client.get_children(log) if n > self._last_batch):
             data, _ = self.client.get(f"{log}/{name}")
             if data.startswith(CHUNKED):
                 data = b"".join(self.client.get(self._path(f"{CHUNKS}/{chunk}"))[0]
@@ -131,7 +174,7 @@ class ZooKeeperMetadataStore:
                     records.append(from_json(line))
                 except (ValueError, KeyError, TypeError) as exc:
                     raise CorruptMetadataLog(f"{log}/{name}: bad record on line {number + 1}: {exc}") from exc
-        self.image = MetadataCache()
+            self._last_batch = name
         for record in records:
             self.image.apply(record)
         return records
@@ -159,11 +202,11 @@ class ZooKeeperMetadataStore:
             raise NotController(f"controller epoch {self.epoch} is over: another controller was elected")
         if failed := [r for r in results if isinstance(r, KazooException)]:
             raise failed[0]
+        self._last_batch = results[1].rpartition("/")[2]
         self._write_view(records)
 
     def _write_view(self, records: list[Any]) -> None:
         """The records are in the log: Kafka's znodes follow, fenced like the append."""
-        assert self.image is not None, "elected, so loaded"
         ops = self.view.apply(self.image, records, self.epoch)
         start = 0
         while start < len(ops):  # in multi-ops under ZooKeeper's request limit, each fenced
@@ -190,6 +233,16 @@ class ZooKeeperMetadataStore:
             self._closed = True
             self.client.stop()
             self.client.close()
+
+
+def open_zookeeper_store(config: BrokerConfig) -> ZooKeeperMetadataStore:
+    """The store `zookeeper.connect` names; StartupError (one line, exit 2) if no ZooKeeper answers in time."""
+    timeout_ms = config.zookeeper_connection_timeout_ms or config.zookeeper_session_timeout_ms
+    try:
+        return ZooKeeperMetadataStore(config.zookeeper_connect, config.zookeeper_session_timeout_ms, timeout_ms)
+    except KazooTimeoutError:
+        raise StartupError(f"zookeeper.connect: no ZooKeeper answered at {config.zookeeper_connect} within "
+                           f"{timeout_ms} ms (zookeeper.connection.timeout.ms)") from None
 
 
 def _chunks(lines: list[str]) -> list[bytes]:
