@@ -120,7 +120,8 @@ class _Link:
         self._client: KafkaClient | None = None
         self._index = -1  # which controller `_client` is connected to
 
-    async def call(self, api: Api, body: Any, version: int | None = None) -> Any:
+    async def call(self, api: Api, body: Any, version: int | None = None, timeout_s: float = REQUEST_TIMEOUT_S
+                   ) -> Any:
         """Send one request; on a connection failure the link is reset and ConnectionError raised."""
         if self.faults.cut_off(CONTROLLER_PEER):  # fault.network.partition: as a link that went down
             await self.close()
@@ -132,18 +133,9 @@ class _Link:
         if self._index != index:  # the other link moved on
             await self.close()
         try:
-            if self._client is None:
-                client = KafkaClient(host, port, self.client_id, self.security)
-                try:
-                    await client.open()
-                    await client.negotiate()
-                except BaseException:
-                    await client.close()
-                    raise
-                self._client, self._index = client, index
-            chosen = self._client.version_for(api) if version is None else version
-            # A controller that stopped answering without closing (paused, partitioned) must not hang us.
-            response = await asyncio.wait_for(self._client.request(api, chosen, body), REQUEST_TIMEOUT_S)
+            # A controller that stopped answering without closing (paused, partitioned) must not hang us: the
+            # kernel still accepts connections for a paused process, so the connection's set-up is timed too.
+            response = await asyncio.wait_for(self._request(index, host, port, api, body, version), timeout_s)
         except (OSError, EOFError) as exc:  # TimeoutError is an OSError
             await self.close()
             self.controllers.move_on(index)
@@ -153,6 +145,18 @@ class _Link:
             self.controllers.move_on(index)
             raise NotActiveController(f"controller {host}:{port} is not the active controller")
         return response
+
+    async def _request(self, index: int, host: str, port: int, api: Api, body: Any, version: int | None) -> Any:
+        if self._client is None:
+            client = KafkaClient(host, port, self.client_id, self.security)
+            try:
+                await client.open()
+                await client.negotiate()
+            except BaseException:
+                await client.close()
+                raise
+            self._client, self._index = client, index
+        return await self._client.request(api, self._client.version_for(api) if version is None else version, body)
 
     async def close(self) -> None:
         client, self._client = self._client, None
@@ -168,6 +172,9 @@ class RemoteChannel:
         self.config = config
         self.heartbeat_interval_s = config.broker_heartbeat_interval_ms / 1000
         self.session_timeout_s = config.broker_session_timeout_ms / 1000
+        # How long a heartbeat, or a metadata fetch beyond its long poll, waits for its answer: a controller that
+        # stopped answering (paused, cut off) is left in time to reach another within the session.
+        self.answer_timeout_s = min(REQUEST_TIMEOUT_S, self.session_timeout_s / 3)
         self.metadata = metadata
         self.faults = faults
         self.on_fatal = on_fatal
@@ -228,7 +235,7 @@ class RemoteChannel:
             max_wait_ms=max_wait_ms, min_bytes=1, session_epoch=-1,
             topics=[fetch.REQUEST.FetchTopic(topic_id=metadata_log.METADATA_TOPIC_ID, partitions=[
                 fetch.REQUEST.FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 30)])])
-        response = await self._fetches.call(fetch.API, request)
+        response = await self._fetches.call(fetch.API, request, timeout_s=max_wait_ms / 1000 + self.answer_timeout_s)
         if self.faults.metadata_paused:  # set while this fetch waited: its answer is not applied either
             return
         (answer,) = response.responses[0].partitions
@@ -315,7 +322,7 @@ class RemoteChannel:
         return await self._requests.call(broker_heartbeat.API, broker_heartbeat.REQUEST.cls(
             broker_id=self.node_id, broker_epoch=self._broker_epoch,
             current_metadata_offset=self.metadata.metadata_offset, want_fence=False,
-            want_shut_down=want_shut_down))
+            want_shut_down=want_shut_down), timeout_s=self.answer_timeout_s)
 
     async def _heartbeat_loop(self) -> None:
         fenced = False

@@ -133,8 +133,8 @@ class ControllerServer:
                 raise StartupError(f"zookeeper.connect: {self.config.zookeeper_connect}: no controller wrote the "
                                    f"cluster id within {wait_s:.0f} s")
             await self.quorum.wait_for_change(0.1)
-        role = "active" if self.quorum.active else f"a standby (controller {self.metadata.controller_id} is active)"
-        log.info("controller %d joined the quorum in ZooKeeper as %s", self.node_id, role)
+        log.info("controller %d joined the quorum in ZooKeeper as %s", self.node_id,
+                 "the active controller" if self.quorum.active else "a standby")
 
     @property
     def acting(self) -> bool:

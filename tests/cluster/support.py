@@ -39,6 +39,9 @@ from epoch_broker import testing
 from tests.broker.conftest import batch, produce_to
 from tests.helpers import REPO, wait_for
 
+# A test parametrized by `metadata_store` runs with each controller store (tests/cluster/conftest.py).
+METADATA_STORES = ["file", "zookeeper"]
+
 
 class Cluster(testing.Cluster):
     """The shared cluster (epoch_broker/testing.py, what users get), with what the project's cluster tests add:
@@ -345,6 +348,28 @@ def consume_numbered(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[i
         return records
     finally:
         consumer.close()
+
+
+async def leaders_high_watermarks(cluster: Cluster, topic: str, partitions: int) -> dict[int, int]:
+    """LATEST of every partition, asked of its leader (a raw client: exact answers, no client retries)."""
+    states = await cluster.metadata()
+    ends = {}
+    for p in range(partitions):
+        async with cluster.client(states[(topic, p)].leader) as client:
+            answer = await list_offset(client, topic, 7, partition=p)
+        assert answer.error_code == ErrorCode.NONE, answer
+        ends[p] = answer.offset
+    return ends
+
+
+def check_numbered(writer: NumberedProducer, consumed: dict[int, list[tuple[int, int]]]) -> None:
+    """Every record the writer sent (all acknowledged) is in its partition once, in order, at the offset it was
+    acknowledged with, and nothing else is."""
+    for partition, records in consumed.items():
+        numbers = [number for number, _ in records]
+        assert numbers == list(range(writer.sent[partition])), first_difference(numbers, writer.sent[partition])
+        at_offset = {offset: number for number, offset in records}
+        assert all(at_offset.get(offset) == number for number, offset in writer.acked[partition])
 
 
 def first_difference(numbers: list[int], sent: int) -> str:

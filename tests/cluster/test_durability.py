@@ -13,15 +13,14 @@ from pathlib import Path
 import pytest
 import trustme
 from epoch_broker.drill import launcher
-from epoch_broker.protocol.errors import ErrorCode
 
 from tests.cluster.support import (
     Cluster,
     NumberedProducer,
+    check_numbered,
     consume_numbered,
     create_topic,
-    first_difference,
-    list_offset,
+    leaders_high_watermarks,
     partition_state,
     start_cluster,
     wait_for,
@@ -90,29 +89,12 @@ async def _survives_leader_sigkills(cluster: Cluster) -> None:
         await writer.stop_sending()
     await writer.flush_and_check()
 
-    ends = await _high_watermarks(cluster)
+    ends = await leaders_high_watermarks(cluster, TOPIC, PARTITIONS)
     consumed = await asyncio.to_thread(consume_numbered, cluster.bootstrap, TOPIC, ends)
-    for partition in range(PARTITIONS):
-        numbers = [number for number, _ in consumed[partition]]
-        # All were acknowledged (no failure above), so the log holds exactly 0..sent-1, each once, in order.
-        assert numbers == list(range(writer.sent[partition])), first_difference(numbers, writer.sent[partition])
-        at_offset = {offset: number for number, offset in consumed[partition]}
-        assert all(at_offset.get(offset) == number for number, offset in writer.acked[partition])
+    check_numbered(writer, consumed)  # all were acknowledged (no failure above): 0..sent-1, once, in order
     print(f"acked {writer.acked_count()} records ({writer.sent}); failovers (partition, killed node, "
           "s to the new leader, s to the full ISR): " + ", ".join(f"({p}, {n}, {e:.2f}, {f:.2f})"
                                                                     for p, n, e, f in timings))
-
-
-async def _high_watermarks(cluster: Cluster) -> dict[int, int]:
-    """LATEST of every partition, asked of its leader (the internal client: exact answers, no client retries)."""
-    partitions = await cluster.metadata()
-    ends = {}
-    for p in range(PARTITIONS):
-        async with cluster.client(partitions[(TOPIC, p)].leader) as client:
-            answer = await list_offset(client, TOPIC, 7, partition=p)
-        assert answer.error_code == ErrorCode.NONE, answer
-        ends[p] = answer.offset
-    return ends
 
 
 async def _all_isr_full(cluster: Cluster) -> bool:

@@ -24,6 +24,7 @@ from epoch_broker.storage.leader_epoch import FILE_NAME as EPOCH_CHECKPOINT
 from epoch_broker.storage.log_manager import HIGH_WATERMARK_FILE
 
 from tests.cluster.support import (
+    METADATA_STORES,
     Cluster,
     DiskBatch,
     create_topic,
@@ -87,6 +88,7 @@ def consume_all(address: str, topic: str, count: int, timeout_s: float = 15.0) -
 SCENARIO_1_HEARTBEAT_MS = 1500
 
 
+@pytest.mark.parametrize("metadata_store", METADATA_STORES)
 @pytest.mark.cluster(brokers=2, overrides={"broker.heartbeat.interval.ms": SCENARIO_1_HEARTBEAT_MS,
                                            "broker.session.timeout.ms": 4 * SCENARIO_1_HEARTBEAT_MS})
 async def test_a_restarted_follower_that_never_learnt_the_high_watermark_keeps_m2_and_serves_it_as_leader(
@@ -136,6 +138,7 @@ async def test_a_restarted_follower_that_never_learnt_the_high_watermark_keeps_m
 
 # --- scenario 2 -----------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("metadata_store", METADATA_STORES)
 @pytest.mark.cluster(brokers=2)
 async def test_after_both_replicas_crash_the_follower_truncates_exactly_the_orphaned_records_by_leader_epoch(
         cluster: Cluster) -> None:
@@ -192,6 +195,7 @@ async def test_after_both_replicas_crash_the_follower_truncates_exactly_the_orph
 
 # No election may happen while the leader restarts: neither its session (20 s) nor the grace a closed heartbeat
 # connection gets (two heartbeat intervals: 15 s) can end during a restart, however loaded the machine.
+@pytest.mark.parametrize("metadata_store", METADATA_STORES)
 @pytest.mark.cluster(brokers=2, overrides={"broker.session.timeout.ms": 20000, "broker.heartbeat.interval.ms": 7500})
 async def test_a_leader_restarted_without_an_election_starts_a_new_epoch_at_its_log_end(cluster: Cluster) -> None:
     """KIP-101 "Extending LeaderEpoch to include Returning Leaders": a broker that registers again while it

@@ -31,6 +31,7 @@ from epoch_broker.protocol.messages import fetch, metadata
 from epoch_broker.protocol.records import iter_batches
 
 from tests.cluster.support import (
+    METADATA_STORES,
     Cluster,
     create_topic,
     disk_batches,
@@ -316,6 +317,7 @@ class IsrWatcher:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
+@pytest.mark.parametrize("metadata_store", METADATA_STORES)
 @pytest.mark.cluster(brokers=3, overrides={"replica.lag.time.max.ms": 30000})
 async def test_a_paused_follower_is_fenced_truncated_and_let_back_into_the_isr_only_once_caught_up(
         cluster: Cluster) -> None:
