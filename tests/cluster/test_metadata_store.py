@@ -7,12 +7,16 @@ three-node ZooKeeper ensemble that loses its leader and serves on; and Kafka's z
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from epoch_broker.broker.config import ConfigError, build_config
+from epoch_broker.broker.controller.controller import Controller, NewTopic
 from epoch_broker.broker.controller.store import MetadataStore, NotController
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.controller.store.zookeeper import CONTROLLER, CONTROLLER_EPOCH, ZooKeeperMetadataStore
@@ -25,10 +29,13 @@ from epoch_broker.broker.metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from epoch_broker.broker.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from epoch_broker.drill.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
+from epoch_broker.protocol.errors import ErrorCode
 from kazoo.client import KazooClient
 
 from epoch_broker.testing import free_port, wait_until
+from tests.helpers import REPO
 
 OpenStore = Callable[[], MetadataStore]
 
@@ -215,3 +222,54 @@ def test_kafkas_znodes_follow_the_log_and_read_with_zookeepers_own_cli(zookeeper
         assert json.loads(view.get(f"{chroot}/brokers/ids/2")[0])["broker_epoch"] == 12
     finally:
         successor.close()
+
+
+# --- the controller process's settings -------------------------------------------------------------------------
+
+def test_zookeeper_settings_parse_and_a_broker_may_not_keep_the_store(tmp_path: Path) -> None:
+    config = build_config([("process.roles", "controller"), ("controller.listener.names", "CONTROLLER"),
+                           ("listener.security.protocol.map", "CONTROLLER:PLAINTEXT"),
+                           ("listeners", "CONTROLLER://127.0.0.1:0"), ("zookeeper.connect", "127.0.0.1:2181/kafka"),
+                           ("zookeeper.session.timeout.ms", "6000")])
+    assert (config.zookeeper_connect, config.zookeeper_session_timeout_ms) == ("127.0.0.1:2181/kafka", 6000)
+    voters = build_config([("controller.quorum.voters", "1000@127.0.0.1:9193, 1001@127.0.0.1:9195")])
+    assert voters.controller_address == "127.0.0.1:9193,127.0.0.1:9195"
+    with pytest.raises(ConfigError, match=r"controller\.quorum\.voters"):
+        build_config([("controller.quorum.voters", "127.0.0.1:9193")])
+    with pytest.raises(ConfigError, match="only a controller process"):
+        build_config([("zookeeper.connect", "127.0.0.1:2181")])
+
+
+def test_a_controller_whose_zookeeper_does_not_answer_exits_2_naming_it(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    settings = ("process.roles=controller", "node.id=1000", "controller.listener.names=CONTROLLER",
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT", f"listeners=CONTROLLER://127.0.0.1:{free_port()}",
+                f"log.dirs={tmp_path / 'data'}", f"zookeeper.connect=127.0.0.1:{port}",
+                "zookeeper.connection.timeout.ms=1000")
+    result = subprocess.run(
+        [sys.executable, "-m", "epoch_broker", "serve", *[arg for item in settings for arg in ("--override", item)]],
+        capture_output=True, text=True, cwd=tmp_path, env={"PYTHONPATH": str(REPO)}, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"epoch-broker: zookeeper.connect: no ZooKeeper answered at 127.0.0.1:{port} within 1000 ms "
+        "(zookeeper.connection.timeout.ms)")
+
+
+def test_a_deferred_commit_is_applied_at_once_and_reverted_whole_if_it_never_lands(tmp_path: Path) -> None:
+    """A replicated store's controller (quorum.py) decides on records not yet durable; losing its election with
+    them in flight puts its state back to the committed log's, ACLs and credentials included."""
+    controller = Controller(build_config([("cluster.id", "c")]), FileMetadataStore(str(tmp_path)))
+    seen: list[Any] = []
+    controller.subscribers.append(seen.extend)
+    controller.start()
+    controller.deferred = True
+    controller.register_broker(0, bytes(16), "127.0.0.1", 9092)
+    [created] = controller.create_topics([NewTopic("t", 1, 1)])
+    assert created.error_code == ErrorCode.NONE and "t" in controller.image.topics_by_name
+    controller.create_acls([AclBinding(ResourceType.TOPIC, "t", PatternType.LITERAL, "User:a", "*",
+                                       AclOperation.READ, AclPermissionType.ALLOW)])
+    assert len(controller.uncommitted()) == 4 and seen == [ClusterRecord("c")]  # nobody saw them
+    controller.revert()
+    assert controller.uncommitted() == [] and controller.records == [ClusterRecord("c")]
+    assert controller.image.topics_by_name == {} and controller.image.brokers == {} and len(controller.image.acls) == 0
+    assert controller.image.metadata_offset == 0
