@@ -66,6 +66,7 @@ class ZooKeeperQuorum:
         self._wake = asyncio.Event()
         self._waiters: list[tuple[int, asyncio.Future[bool]]] = []  # (offset, resolved True once committed)
         self._task: asyncio.Task | None = None
+        self._unreachable = False  # a standby's last read of ZooKeeper failed (logged once)
         controller.deferred = True
         controller.active = False
         controller.on_uncommitted = self._wake.set
@@ -109,9 +110,11 @@ class ZooKeeperQuorum:
             except (NotController, KazooException) as exc:
                 if self.active:
                     await self._step_down(str(exc) or type(exc).__name__)
-                else:
-                    log.info("controller %d could not follow the log (%s): retrying", self.node_id,
-                             str(exc) or type(exc).__name__)
+                else:  # ZooKeeper unreachable: said once, retried quietly
+                    if not self._unreachable:
+                        log.warning("controller %d cannot follow the log in ZooKeeper (%s): retrying",
+                                    self.node_id, str(exc) or type(exc).__name__)
+                    self._unreachable = True
                     await self._sleep(RETRY_S)
             except Exception:  # a bug must not leave a controller acting on state it cannot commit
                 log.exception("controller %d: the quorum loop failed", self.node_id)
@@ -127,6 +130,9 @@ class ZooKeeperQuorum:
 
     async def _stand_by_once(self) -> None:
         self.controller.follow(await self._call(self.store.follow))
+        if self._unreachable:
+            self._unreachable = False
+            log.info("controller %d follows the log in ZooKeeper again", self.node_id)
         holder = await self._call(self.store.controller_id)
         if holder == self.node_id:  # a claim left by this process's own earlier term
             await self._call(self.store.resign)
@@ -191,6 +197,7 @@ class ZooKeeperQuorum:
 
     async def _step_down(self, why: str) -> None:
         self.active = self.controller.active = False
+        self.controller.controller_epoch = None
         self._lease_until = 0.0
         lost = len(self.controller.uncommitted())
         self.controller.revert()

@@ -23,11 +23,13 @@ Rules:
 - ZooKeeper refuses a request over 1 MiB, a multi-op too: a large append writes its chunks first, then commits
   the batch that names them with the epoch check. It lands whole or not at all: chunks no batch names (a zombie's,
   or a crash's between the two steps) are never read. `load` reads the batches in sequence order.
-- After each append, Kafka's znodes (`/brokers/ids`, `/brokers/topics/...`, kafka_znodes.py) get the view of what
-  it changed, in a second multi-op fenced the same way; a newly elected controller writes the whole view again.
-  A view that could not be written is written whole again; the log stays the truth.
-- A standby follows: `follow` returns the batches appended since it last read (`watch` tells it when to look);
-  `elect` catches up the same way before it returns, so the new controller starts from the whole log.
+- Each append writes Kafka's znodes (`/brokers/ids`, `/brokers/topics/...`, kafka_znodes.py) with the view of
+  what it changed in the same multi-op (or, past the request limit, in more multi-ops fenced the same way
+  after it); a newly elected controller writes the whole view again. A view that could not be written is
+  written whole again; the log stays the truth.
+- A standby follows: `follow` returns the batches appended since it last read, by name (the next sequential
+  name), so a standby's cost per append does not grow with the log; `watch` tells it when to look. `elect`
+  catches up the same way before it returns, so the new controller starts from the whole log.
 - `confirm` checks that the controller epoch is still this store's (the active controller's lease, renewed
   by each successful append too); `resign` gives up the claim if this session still holds it.
 - Every call is a blocking network call to ZooKeeper (kazoo's threads do the IO): a caller on an event loop runs
@@ -44,7 +46,7 @@ from typing import Any
 
 from epoch_broker.broker.config import BrokerConfig, StartupError
 from epoch_broker.broker.controller.store import CorruptMetadataLog, NotController
-from epoch_broker.broker.controller.store.kafka_znodes import KafkaZnodes
+from epoch_broker.broker.controller.store.kafka_znodes import KafkaZnodes, Op
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.metadata.records import from_json, to_json
 from kazoo.client import KazooClient
@@ -53,6 +55,7 @@ from kazoo.exceptions import (
     KazooException,
     NodeExistsError,
     NoNodeError,
+    RolledBackError,
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
@@ -85,6 +88,8 @@ class ZooKeeperMetadataStore:
         self._epoch_version = -1
         self.image = MetadataCache()  # the state of the log as read so far, for the view
         self._last_batch = ""  # the name of the last batch read (names sort in append order)
+        self._on_change: Callable[[], None] | None = None  # `watch`'s callback
+        self._image_stale = False  # `image` holds records of an append that failed
         self._closed = False
         self.view = KafkaZnodes(self.client, self.root)
 
@@ -118,6 +123,8 @@ class ZooKeeperMetadataStore:
                 continue
             self.epoch, self._epoch_version = int(data) + 1, stat.version
             break
+        if self._image_stale:  # an append of an earlier term failed after applying its records: read again
+            self._reread_image()
         records = self.follow()  # after the epoch moved: the predecessor can append nothing more
         self.view.sync(self.image, self.epoch)
         return records
@@ -141,9 +148,14 @@ class ZooKeeperMetadataStore:
             pass
 
     def watch(self, on_change: Callable[[], None]) -> None:
-        """Call `on_change` (on kazoo's thread) when a batch is appended or the elected controller changes."""
-        self.client.ChildrenWatch(self._path(LOG), lambda _children: on_change())
+        """Call `on_change` (on kazoo's thread) when the elected controller changes, and when the batch after the
+        last one read is appended (each `follow` leaves a watch on it)."""
+        self._on_change = on_change
         self.client.DataWatch(self._path(CONTROLLER), lambda _data, _stat: on_change())
+
+    def _next_batch_appended(self, _event: object) -> None:
+        if self._on_change is not None:
+            self._on_change()
 
     def controller_id(self) -> int:
         """The elected controller's node id, -1 if none."""
@@ -157,26 +169,54 @@ class ZooKeeperMetadataStore:
 
     def load(self) -> list[Any]:
         self.image = MetadataCache()
-        self._last_batch = ""
-        return self.follow()
-
-    def follow(self) -> list[Any]:
-        """The records of the batches appended since the last `load`, `follow` or `elect` (applied to `image`)."""
-        log = self._path(LOG)
         records: list[Any] = []
-        for name in sorted(n for n in self.client.get_children(log) if n > self._last_batch):
-            data, _ = self.client.get(f"{log}/{name}")
-            if data.startswith(CHUNKED):
-                data = b"".join(self.client.get(self._path(f"{CHUNKS}/{chunk}"))[0]
-                                for chunk in data[len(CHUNKED):].decode().split())
-            for number, line in enumerate(data.decode().splitlines()):
-                try:
-                    records.append(from_json(line))
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise CorruptMetadataLog(f"{log}/{name}: bad record on line {number + 1}: {exc}") from exc
-            self._last_batch = name
+        for name in sorted(self.client.get_children(self._path(LOG))):
+            records += self._read_batch(name)
         for record in records:
             self.image.apply(record)
+        return records + self.follow()  # and leave the watch
+
+    def _reread_image(self) -> None:
+        """`image` made again from the batches read so far."""
+        last, self.image = self._last_batch, MetadataCache()
+        for name in sorted(n for n in self.client.get_children(self._path(LOG)) if n <= last):
+            for record in self._read_batch(name):
+                self.image.apply(record)
+        self._image_stale = False
+
+    def follow(self) -> list[Any]:
+        """The records of the batches appended since the last `load`, `follow` or `elect` (applied to `image`).
+
+        Read by name, without listing the log: sequential names count up by one, as batches are only ever created
+        (and nothing else under the log). Where the next batch does not exist yet, a watch is left on its name."""
+        log = self._path(LOG)
+        records: list[Any] = []
+        while True:
+            name = f"{BATCH_PREFIX}{int(self._last_batch[len(BATCH_PREFIX):] or -1) + 1:010d}"
+            try:
+                records += self._read_batch(name)
+            except NoNodeError:
+                if self._on_change is None or self.client.exists(f"{log}/{name}",
+                                                                 watch=self._next_batch_appended) is None:
+                    break  # (else it was appended meanwhile: read it)
+        for record in records:
+            self.image.apply(record)
+        return records
+
+    def _read_batch(self, name: str) -> list[Any]:
+        """The records of one batch (its chunks read too); it becomes the last batch read."""
+        path = f"{self._path(LOG)}/{name}"
+        data, _ = self.client.get(path)
+        if data.startswith(CHUNKED):
+            data = b"".join(self.client.get(self._path(f"{CHUNKS}/{chunk}"))[0]
+                            for chunk in data[len(CHUNKED):].decode().split())
+        records = []
+        for number, line in enumerate(data.decode().splitlines()):
+            try:
+                records.append(from_json(line))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CorruptMetadataLog(f"{path}: bad record on line {number + 1}: {exc}") from exc
+        self._last_batch = name
         return records
 
     def append(self, records: list[Any]) -> None:
@@ -189,9 +229,27 @@ class ZooKeeperMetadataStore:
             names = [self.client.create(self._path(f"{CHUNKS}/{CHUNK_PREFIX}"), chunk, sequence=True)
                      for chunk in chunks]
             batch = CHUNKED + "\n".join(name.rpartition("/")[2] for name in names).encode()
+        self._image_stale = True  # until the batch is committed, `image` has records the log may never get
+        ops = self.view.apply(self.image, records, self.epoch)
+        together = len(batch) + sum(op.size for op in ops) <= ZNODE_BYTES
+        results = self._commit_batch(batch, ops if together else [])
+        if results is None:  # a write of the view failed, and the whole multi-op with it: the batch alone, then
+            self._commit_batch(batch, [])  # the view whole
+            self.view.sync(self.image, self.epoch)
+        elif together:
+            self.view.committed(ops, results)
+        else:
+            self._write_view(ops)
+        self._image_stale = False
+
+    def _commit_batch(self, batch: bytes, ops: list[Op]) -> list[Any] | None:
+        """One multi-op: the controller epoch's check, the batch, and `ops` (the view's writes, where they fit).
+        Returns the results of `ops`, or None if one of them failed (then nothing was written)."""
         transaction = self.client.transaction()
         transaction.check(self._path(CONTROLLER_EPOCH), self._epoch_version)
         transaction.create(self._path(f"{LOG}/{BATCH_PREFIX}"), batch, sequence=True)
+        for op in ops:
+            op.add_to(transaction)
         try:
             results = transaction.commit()
         except SessionExpiredError:  # the claim went with the session: another controller may be elected now
@@ -200,16 +258,20 @@ class ZooKeeperMetadataStore:
         if isinstance(results[0], BadVersionError | NoNodeError):  # the epoch check itself failed
             self._epoch_version = -1
             raise NotController(f"controller epoch {self.epoch} is over: another controller was elected")
-        if failed := [r for r in results if isinstance(r, KazooException)]:
-            raise failed[0]
+        failed = [i for i, result in enumerate(results)
+                  if isinstance(result, KazooException) and not isinstance(result, RolledBackError)]
+        if failed and failed[0] >= 2:
+            return None
+        if failed:
+            raise results[failed[0]]
         self._last_batch = results[1].rpartition("/")[2]
-        self._write_view(records)
+        return results[2:]
 
-    def _write_view(self, records: list[Any]) -> None:
-        """The records are in the log: Kafka's znodes follow, fenced like the append."""
-        ops = self.view.apply(self.image, records, self.epoch)
+    def _write_view(self, ops: list[Op]) -> None:
+        """The batch is in the log: the view's writes follow in multi-ops under ZooKeeper's request limit, each
+        fenced like the append."""
         start = 0
-        while start < len(ops):  # in multi-ops under ZooKeeper's request limit, each fenced
+        while start < len(ops):
             end, size = start, 0
             while end < len(ops) and (end == start or size + ops[end].size <= ZNODE_BYTES):
                 size += ops[end].size
