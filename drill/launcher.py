@@ -232,7 +232,7 @@ def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broke
     if zookeeper == "embedded":
         server = ZooKeeperServer(data / "zookeeper", controller_port + 2 * controllers, host)
         processes.append(ProcessSpec("zookeeper", ZOOKEEPER_NODE_ID, "zookeeper", host, server.port,
-                                     str(server.data_dir), str(data / "zookeeper.log"), server.configure()))
+                                     str(server.data_dir), str(server.log_path), server.configure()))
         zookeeper = server.connect
     stored = {"zookeeper.connect": zookeeper} if zookeeper else {}
     ports = [controller_port + 2 * i for i in range(controllers)]
@@ -468,8 +468,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "/chroot), or in one started here from Debian's zookeeper package (embedded)")
     parser.add_argument("--data-dir", default="cluster-data", help="data, logs and cluster.json (./cluster-data)")
     parser.add_argument("--base-port", type=int, default=9092,
-                        help="broker i listens on base+i, the controller on base+100, their metrics and status "
-                             "pages on those ports + 200 (default 9092)")
+                        help="broker i listens on base+i, controller i on base+100+2i (an embedded ZooKeeper "
+                             "after them), their metrics and status pages on those ports + 200 (default 9092)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="a config key for every process (repeatable)")
     parser.add_argument("--no-fault-hooks", action="store_true",

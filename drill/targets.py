@@ -17,6 +17,8 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 import signal
 import subprocess
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from epoch_broker.drill import launcher
+from epoch_broker.drill import admin, launcher
 
 CONTROLLER = "controller"
 BROKER_NAME = re.compile(r"broker-(\d+)$")
@@ -83,7 +85,14 @@ class LocalCluster:
         return [self._node(spec) for spec in self._file().brokers]
 
     def controller(self) -> Node:
-        return self._node(self._file().controller)
+        """The active controller: with several (in ZooKeeper), the one not answering NOT_CONTROLLER (the first
+        while none is active)."""
+        cluster = self._file()
+        if len(cluster.controllers) > 1:
+            with contextlib.suppress(admin.AdminError):
+                address = asyncio.run(admin.active_controller(cluster))
+                return self._node(next(spec for spec in cluster.controllers if spec.address == address))
+        return self._node(cluster.controller)
 
     def running_brokers(self) -> list[Node]:
         return [self._node(spec) for spec in self._file().brokers if launcher.process_state(spec) == "running"]

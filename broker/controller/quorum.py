@@ -14,10 +14,13 @@ Rules:
   uncommitted as one batch (many requests' records in one ZooKeeper multi-op), then marks it committed;
   answers wait for that (`until_committed`), as Kafka's QuorumController answers after its commit.
 - Lease: the active controller acts only while the confirmation of its epoch is recent: each append and each
-  `confirm` (every quarter session) renews it, counted from when the call was sent, for LEASE_FRACTION of the
-  ZooKeeper session. ZooKeeper expires the session (and the claim) only a whole session after it last heard
-  from it, so a controller cut off from ZooKeeper, or paused, stops acting before anyone else can be elected:
-  it needs no word from kazoo (which reports an expiry only once the connection heals).
+  `confirm` (every quarter session, and at once when the lease ran out) renews it, counted from when the call
+  was sent, for LEASE_FRACTION of the ZooKeeper session. ZooKeeper expires the session (and the claim) only a
+  whole session after it last heard from it, so a controller cut off from ZooKeeper, or paused, stops acting
+  before anyone else can be elected: it needs no word from kazoo (which reports an expiry only once the
+  connection heals). kazoo's word that the connection is lost ends the lease at once too: ZooKeeper may grant
+  a shorter session than asked (it clamps it to its min/max session timeouts) and kazoo, which times its
+  connection by the granted one, notices in two thirds of it.
 - A failed append or confirm (another controller was elected, the session expired, the connection lost with an
   append in flight whose fate is unknown) steps down: uncommitted records are reverted, waiting answers get
   NOT_CONTROLLER, the claim is released if this session still holds it, and the process follows again. A
@@ -82,8 +85,17 @@ class ZooKeeperQuorum:
     async def start(self) -> None:
         """Follow the log and run for election, in the background from now on."""
         loop = asyncio.get_running_loop()
-        await self._call(self.store.watch, lambda: loop.call_soon_threadsafe(self._wake.set))
+        await self._call(self.store.watch, lambda: loop.call_soon_threadsafe(self._wake.set),
+                         lambda: loop.call_soon_threadsafe(self._disconnected))
         self._task = asyncio.create_task(self._run())
+
+    def _disconnected(self) -> None:
+        """kazoo lost the connection: stop acting now (a confirmation on the healed connection acts again)."""
+        if self.active and self._lease_until > 0:
+            log.warning("controller %d lost its connection to ZooKeeper: not acting until it confirms its epoch",
+                        self.node_id)
+        self._lease_until = 0.0
+        self._wake.set()
 
     async def until_committed(self, offset: int) -> bool:
         """Wait until the log is committed up to `offset`; False if leadership was lost first."""
@@ -173,7 +185,7 @@ class ZooKeeperQuorum:
             self.controller.mark_committed(self.controller.committed_offset + len(pending))
             self._release_waiters()
             return
-        if loop.time() - self._confirmed_at >= self.confirm_s:
+        if loop.time() - self._confirmed_at >= self.confirm_s or loop.time() >= self._lease_until:
             sent = loop.time()
             await self._call(self.store.confirm)
             self._renew(sent)

@@ -75,6 +75,7 @@ class ControllerServer:
         self._liveness: asyncio.Task | None = None
         self._heartbeat_peers: dict[str, int] = {}  # connection (peer address) -> node id heartbeating on it
         self._last_check = 0.0  # loop time of the last liveness check (a long gap: this process was stopped)
+        self._judged = True  # False while not acting: heartbeats it refused meanwhile do not count against brokers
         self._grace_timers: set[asyncio.TimerHandle] = set()  # liveness checks ending disconnect graces
         self.disconnect_grace_s = 2 * config.broker_heartbeat_interval_ms / 1000
         self.metrics: ProcessMetrics | None = None  # with `metrics.listener` only
@@ -180,10 +181,13 @@ class ControllerServer:
 
     def _check_liveness_now(self) -> None:
         now = asyncio.get_running_loop().time()
-        if not self.acting:  # a standby judges nobody; an active controller renews every session when it starts
-            self._last_check = now
+        if not self.acting:  # a standby judges nobody (nor a controller past its lease)
+            self._judged = False
             return
-        if now - self._last_check > STALL_S:
+        if not self._judged:  # acting (again): the heartbeats it answered NOT_CONTROLLER meanwhile count for them
+            self._judged = True
+            self.controller.renew_sessions()
+        elif now - self._last_check > STALL_S:
             # Stopped (SIGSTOP, a VM pause) or blocked: the brokers' heartbeats wait unread in the sockets, so
             # fencing them now would punish them for the controller's absence.
             log.warning("controller did not run for %.1f s: every broker gets a new session", now - self._last_check)

@@ -1,9 +1,9 @@
 """Where the controller keeps cluster metadata: a `MetadataStore`, replayed at start.
 
 Backends implement `load` and `append` (and `close`): `file.py` (the default, `cluster-metadata.log` in the
-data dir) and `zookeeper.py` (the log in ZooKeeper, appended only by the controller elected there, fenced by the
-controller epoch; its wiring into the controller processes is the next step of issue 13). The controller never
-knows which one it writes to.
+data dir) and `zookeeper.py` (`zookeeper.connect`: the log in ZooKeeper, appended only by the controller elected
+there, fenced by the controller epoch; it also elects and follows, for controller/quorum.py). The controller's
+decisions do not depend on which one it writes to; only when they become durable does (Controller.deferred).
 """
 
 from __future__ import annotations

@@ -26,7 +26,9 @@ Rules:
 - Each append writes Kafka's znodes (`/brokers/ids`, `/brokers/topics/...`, kafka_znodes.py) with the view of
   what it changed in the same multi-op (or, past the request limit, in more multi-ops fenced the same way
   after it); a newly elected controller writes the whole view again. A view that could not be written is
-  written whole again; the log stays the truth.
+  written whole again (after the next append, if ZooKeeper failed that too): the log stays the truth, and once
+  a batch is committed nothing about the view makes `append` fail.
+- Reads hand out a batch once: `follow` moves its position only when it returns.
 - A standby follows: `follow` returns the batches appended since it last read, by name (the next sequential
   name), so a standby's cost per append does not grow with the log; `watch` tells it when to look. `elect`
   catches up the same way before it returns, so the new controller starts from the whole log.
@@ -49,7 +51,7 @@ from epoch_broker.broker.controller.store import CorruptMetadataLog, NotControll
 from epoch_broker.broker.controller.store.kafka_znodes import KafkaZnodes, Op
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.metadata.records import from_json, to_json
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
     BadVersionError,
     KazooException,
@@ -90,6 +92,7 @@ class ZooKeeperMetadataStore:
         self._last_batch = ""  # the name of the last batch read (names sort in append order)
         self._on_change: Callable[[], None] | None = None  # `watch`'s callback
         self._image_stale = False  # `image` holds records of an append that failed
+        self._view_stale = False  # Kafka's znodes missed a change: written whole after the next append
         self._closed = False
         self.view = KafkaZnodes(self.client, self.root)
 
@@ -126,15 +129,30 @@ class ZooKeeperMetadataStore:
         if self._image_stale:  # an append of an earlier term failed after applying its records: read again
             self._reread_image()
         records = self.follow()  # after the epoch moved: the predecessor can append nothing more
-        self.view.sync(self.image, self.epoch)
+        self._sync_view()
         return records
 
+    def _sync_view(self) -> None:
+        """Write the whole view; if ZooKeeper fails it, it is written again after the next append (the view is
+        never read back: the records stay this store's to hand out)."""
+        self._view_stale = True
+        try:
+            self.view.sync(self.image, self.epoch)
+        except KazooException:
+            return
+        self._view_stale = False
+
     def confirm(self) -> None:
-        """Raise NotController unless the controller epoch is still the one this store set."""
-        stat = self.client.exists(self._path(CONTROLLER_EPOCH))
-        if self._epoch_version < 0 or stat is None or stat.version != self._epoch_version:
+        """Raise NotController unless the controller epoch is still the one this store set and this session still
+        holds the claim (kazoo opens a new session quietly after one expired: the claim went with the old one)."""
+        epoch = self.client.exists(self._path(CONTROLLER_EPOCH))
+        claim = self.client.exists(self._path(CONTROLLER))
+        if self._epoch_version < 0 or epoch is None or epoch.version != self._epoch_version:
             self._epoch_version = -1
             raise NotController(f"controller epoch {self.epoch} is over: another controller was elected")
+        if claim is None or claim.ephemeralOwner != self.client.client_id[0]:
+            self._epoch_version = -1
+            raise NotController(f"the session of controller epoch {self.epoch} expired")
 
     def resign(self) -> None:
         """Stop being the controller: the `/controller` claim is deleted if this session still holds it (else it
@@ -147,11 +165,17 @@ class ZooKeeperMetadataStore:
         except (NoNodeError, BadVersionError):
             pass
 
-    def watch(self, on_change: Callable[[], None]) -> None:
-        """Call `on_change` (on kazoo's thread) when the elected controller changes, and when the batch after the
-        last one read is appended (each `follow` leaves a watch on it)."""
+    def watch(self, on_change: Callable[[], None], on_disconnect: Callable[[], None]) -> None:
+        """Call `on_change` (on kazoo's thread) when the elected controller changes, when the batch after the
+        last one read is appended (each `follow` leaves a watch on it) and when the connection comes back;
+        `on_disconnect` when kazoo finds the connection lost (no answer within two thirds of the session)."""
         self._on_change = on_change
         self.client.DataWatch(self._path(CONTROLLER), lambda _data, _stat: on_change())
+
+        def connection(state: str) -> None:
+            (on_change if state == KazooState.CONNECTED else on_disconnect)()
+
+        self.client.add_listener(connection)
 
     def _next_batch_appended(self, _event: object) -> None:
         if self._on_change is not None:
@@ -170,19 +194,21 @@ class ZooKeeperMetadataStore:
     def load(self) -> list[Any]:
         self.image = MetadataCache()
         records: list[Any] = []
-        for name in sorted(self.client.get_children(self._path(LOG))):
+        names = sorted(self.client.get_children(self._path(LOG)))
+        for name in names:
             records += self._read_batch(name)
+        self._last_batch = names[-1] if names else ""
         for record in records:
             self.image.apply(record)
         return records + self.follow()  # and leave the watch
 
     def _reread_image(self) -> None:
         """`image` made again from the batches read so far."""
-        last, self.image = self._last_batch, MetadataCache()
-        for name in sorted(n for n in self.client.get_children(self._path(LOG)) if n <= last):
+        image = MetadataCache()
+        for name in sorted(n for n in self.client.get_children(self._path(LOG)) if n <= self._last_batch):
             for record in self._read_batch(name):
-                self.image.apply(record)
-        self._image_stale = False
+                image.apply(record)
+        self.image, self._image_stale = image, False
 
     def follow(self) -> list[Any]:
         """The records of the batches appended since the last `load`, `follow` or `elect` (applied to `image`).
@@ -191,20 +217,24 @@ class ZooKeeperMetadataStore:
         (and nothing else under the log). Where the next batch does not exist yet, a watch is left on its name."""
         log = self._path(LOG)
         records: list[Any] = []
+        last = self._last_batch
         while True:
-            name = f"{BATCH_PREFIX}{int(self._last_batch[len(BATCH_PREFIX):] or -1) + 1:010d}"
+            name = f"{BATCH_PREFIX}{int(last[len(BATCH_PREFIX):] or -1) + 1:010d}"
             try:
                 records += self._read_batch(name)
             except NoNodeError:
                 if self._on_change is None or self.client.exists(f"{log}/{name}",
                                                                  watch=self._next_batch_appended) is None:
                     break  # (else it was appended meanwhile: read it)
+                continue
+            last = name
+        self._last_batch = last  # only now: a read that failed midway hands out nothing and is done again
         for record in records:
             self.image.apply(record)
         return records
 
     def _read_batch(self, name: str) -> list[Any]:
-        """The records of one batch (its chunks read too); it becomes the last batch read."""
+        """The records of one batch (its chunks read too)."""
         path = f"{self._path(LOG)}/{name}"
         data, _ = self.client.get(path)
         if data.startswith(CHUNKED):
@@ -216,7 +246,6 @@ class ZooKeeperMetadataStore:
                 records.append(from_json(line))
             except (ValueError, KeyError, TypeError) as exc:
                 raise CorruptMetadataLog(f"{path}: bad record on line {number + 1}: {exc}") from exc
-        self._last_batch = name
         return records
 
     def append(self, records: list[Any]) -> None:
@@ -233,14 +262,19 @@ class ZooKeeperMetadataStore:
         ops = self.view.apply(self.image, records, self.epoch)
         together = len(batch) + sum(op.size for op in ops) <= ZNODE_BYTES
         results = self._commit_batch(batch, ops if together else [])
-        if results is None:  # a write of the view failed, and the whole multi-op with it: the batch alone, then
-            self._commit_batch(batch, [])  # the view whole
-            self.view.sync(self.image, self.epoch)
+        if results is None:  # a write of the view failed, and the whole multi-op with it: the batch alone
+            self._commit_batch(batch, [])
+        self._image_stale = False
+        # The batch is committed: from here on a failure only leaves the view to be written whole again.
+        if results is None or self._view_stale:
+            self._sync_view()
         elif together:
             self.view.committed(ops, results)
         else:
-            self._write_view(ops)
-        self._image_stale = False
+            try:
+                self._write_view(ops)
+            except KazooException:
+                self._view_stale = True
 
     def _commit_batch(self, batch: bytes, ops: list[Op]) -> list[Any] | None:
         """One multi-op: the controller epoch's check, the batch, and `ops` (the view's writes, where they fit).
@@ -285,7 +319,7 @@ class ZooKeeperMetadataStore:
                 self._epoch_version = -1  # the records are appended; the next append is refused
                 return
             if not self.view.committed(ops[start:end], results[1:]):
-                self.view.sync(self.image, self.epoch)
+                self._sync_view()
                 return
             start = end
 
