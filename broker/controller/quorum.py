@@ -22,9 +22,10 @@ Rules:
   a shorter session than asked (it clamps it to its min/max session timeouts) and kazoo, which times its
   connection by the granted one, notices in two thirds of it.
 - A failed append or confirm (another controller was elected, the session expired, the connection lost with an
-  append in flight whose fate is unknown) steps down: uncommitted records are reverted, waiting answers get
-  NOT_CONTROLLER, the claim is released if this session still holds it, and the process follows again. A
-  successor reads the truth from ZooKeeper; this process's state is the committed log's.
+  append in flight whose fate is unknown; a confirm that only lost its connection is asked again) steps down:
+  uncommitted records are reverted, waiting answers get NOT_CONTROLLER, the claim is released if this session
+  still holds it, and the process follows again. A successor reads the truth from ZooKeeper; this process's
+  state is the committed log's.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from epoch_broker.broker import events
 from epoch_broker.broker.controller.controller import Controller
 from epoch_broker.broker.controller.store import NotController
 from epoch_broker.broker.controller.store.zookeeper import ZooKeeperMetadataStore
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import ConnectionLoss, KazooException
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +188,11 @@ class ZooKeeperQuorum:
             return
         if loop.time() - self._confirmed_at >= self.confirm_s or loop.time() >= self._lease_until:
             sent = loop.time()
-            await self._call(self.store.confirm)
+            try:
+                await self._call(self.store.confirm)
+            except ConnectionLoss:  # it wrote nothing: not acting (the lease runs out), asked again, the session
+                await self._sleep(RETRY_S)  # may yet live; an expiry or another's election is NotController
+                return
             self._renew(sent)
             return
         await self._sleep(self._confirmed_at + self.confirm_s - loop.time())
