@@ -491,9 +491,13 @@ class Cluster(_Both):
         its process (its new pid)."""
         return launcher.restart_process(self.data_dir, node, hard)
 
+    def controller_address(self) -> str:
+        """host:port of the active controller (with several in ZooKeeper, the one not answering NOT_CONTROLLER)."""
+        return _run(admin.active_controller(self._cluster_file()))
+
     def elect(self, topic: str, partition: int, leader: int | None = None, unclean: bool = False) -> str:
         """"elected" or "not needed"; admin.AdminError for an error answer."""
-        return _run(admin.elect(_run(admin.active_controller(self._cluster_file())), topic, partition,
+        return _run(admin.elect(self.controller_address(), topic, partition,
                                        -1 if leader is None else leader, unclean))
 
     def fault(self, node: int, key: str, value: str | None) -> str:

@@ -59,7 +59,7 @@ class Cluster(testing.Cluster):
     @property
     def controller(self) -> str:
         """The address of the active controller."""
-        return asyncio.run(admin.active_controller(self._cluster_file()))
+        return self.controller_address()
 
     def broker(self, node: int) -> launcher.ProcessSpec:
         return self._cluster_file().process(node)
@@ -298,9 +298,18 @@ class NumberedProducer:
         return self
 
     async def stop_sending(self) -> None:
+        """Stop, and settle what was sent while the cluster still runs (called in a `finally`: a failed test's
+        producer left with records in flight would hold up the test process's exit in librdkafka's destroy)."""
         self.stop.set()
         if self.thread is not None:
             await asyncio.to_thread(self.thread.join, 10)
+        if self.producer is not None:
+            await asyncio.to_thread(self._settle)
+
+    def _settle(self) -> None:
+        if self.producer.flush(60):
+            self.producer.purge()  # each purged record reaches `failed` through its callback
+            self.producer.poll(0)
 
     async def flush_and_check(self) -> None:
         """Every record sent was delivered, and the client reported no error."""
