@@ -168,6 +168,9 @@ def _dirs(text: str) -> tuple[str, ...]:
 _dirs.expected = "a comma-separated list of directories"  # type: ignore[attr-defined]
 
 
+COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")  # Kafka's compression.type
+
+
 def _choice(*allowed: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if text.strip() not in allowed:
@@ -305,7 +308,7 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "zookeeper.connection.timeout.ms": ("zookeeper_connection_timeout_ms", _int(1)),
     "cluster.id": ("cluster_id", _text),
     "log.cleanup.policy": ("log_cleanup_policy", _choice("delete", "compact")),
-    "compression.type": ("compression_type", _choice("producer")),
+    "compression.type": ("compression_type", _choice(*COMPRESSION_TYPES)),
     "cluster.max.partitions": ("cluster_max_partitions", _int(1)),
     "max.connections": ("max_connections", _int(0)),
     "max.connections.per.ip": ("max_connections_per_ip", _int(0)),
@@ -605,8 +608,8 @@ TOPIC_CONFIGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "flush.ms": ("log_flush_interval_ms", _int(0)),
     # compact: kept forever (no time or size retention); segments are not compacted.
     "cleanup.policy": ("log_cleanup_policy", _choice("delete", "compact")),
-    # Batches are stored as the producer compressed them: "producer" is the only value honoured.
-    "compression.type": ("compression_type", _choice("producer")),
+    # producer: batches stored as the producer compressed them; a codec: batches with another one recompressed
+    "compression.type": ("compression_type", _choice(*COMPRESSION_TYPES)),
     "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _int(0)),
     "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _int(0)),
 }

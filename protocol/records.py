@@ -489,6 +489,18 @@ def _record_fields(item: Any) -> tuple[bytes | None, bytes | None, Sequence[tupl
     return key, value, headers or (), timestamp
 
 
+def recompressed_batch(buf: Buffer, pos: int, header: BatchHeader, codec: Compression) -> bytearray:
+    """The batch at ``pos`` encoded again with ``codec``: the same records, offsets, timestamps, leader epoch,
+    producer id, epoch and sequence and transactional flag (Kafka's LogValidator when a topic's compression.type
+    differs from the batch's)."""
+    return build_batch(
+        iter_records(buf, pos, header), base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch, producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch, base_sequence=header.base_sequence, compression=codec,
+        is_transactional=header.is_transactional, is_control=header.is_control,
+        timestamp_type=header.timestamp_type)
+
+
 def build_batch(
     records: Iterable[Any],
     *,

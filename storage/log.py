@@ -52,7 +52,7 @@ from epoch_broker.protocol.records import (
 from epoch_broker.storage.file_records import FileSlice
 from epoch_broker.storage.fs import FileSystem
 from epoch_broker.storage.leader_epoch import LeaderEpochCache
-from epoch_broker.storage.log_validator import LONG_MAX, ValidationRules, validate_client_batches
+from epoch_broker.storage.log_validator import LONG_MAX, ValidationRules, recompressed, validate_client_batches
 from epoch_broker.storage.producer_state import ProducerStateManager
 from epoch_broker.storage.segment import LogSegment
 
@@ -77,6 +77,7 @@ class LogConfig:
     flush_interval_ms: int = LONG_MAX  # flush.ms
     index_interval_bytes: int = 4096  # index.interval.bytes
     message_timestamp_type: str = "CreateTime"  # message.timestamp.type: CreateTime | LogAppendTime
+    compression_type: str = "producer"  # compression.type: producer keeps the batch's codec, else one of TOPIC_CODECS
     fsync_every_append: bool = False  # not a Kafka config: single-node durability
     validation: ValidationRules = field(default_factory=ValidationRules)  # log_validator.py: client batches
     file_delete_delay_ms: int = 60_000  # file.delete.delay.ms
@@ -341,12 +342,13 @@ class PartitionLog:
         return view, batches
 
     def append_as_leader(self, buf: bytearray | memoryview, leader_epoch: int) -> AppendInfo:
-        """Validate (each batch, then every record: log_validator.py), assign offsets, stamp ``leader_epoch`` in
-        place, write. All or nothing."""
+        """Validate (each batch, then every record: log_validator.py), recompress to the topic's compression.type
+        if it names another codec, assign offsets, stamp ``leader_epoch`` in place, write. All or nothing."""
         self._check_writable()
         view, batches = self._validated(buf)
         now = self.clock()
         validate_client_batches(view, batches, self.config.validation, now)
+        view, batches = recompressed(view, batches, self.config.compression_type)
         first = offset = self.log_end_offset
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         stamped = []

@@ -11,8 +11,10 @@ Rules (each answered with Kafka's code and a message naming the batch and what i
 - A compacted topic takes no record without a key (INVALID_RECORD).
 - CreateTime timestamps must lie within message.timestamp.before.max.ms before and
   message.timestamp.after.max.ms after the broker's clock (INVALID_TIMESTAMP; Kafka's defaults accept any).
-- Valid batches are stored as they came: a compressed one is not recompressed, an uncompressed one is checked
-  in place (no copy of its records).
+- Valid batches are stored as they came (an uncompressed one is checked in place, no copy of its records),
+  unless the topic's compression.type names a codec (`uncompressed`, `gzip`, `snappy`, `lz4`, `zstd`) other than
+  the batch's: then the batch is encoded again with it, its records, timestamps and producer fields kept
+  (`recompressed`), as Kafka's LogValidator does. `producer` (the default) keeps the producer's codec.
 
 Followers skip this: they copy batches the leader already validated.
 """
@@ -27,11 +29,17 @@ from epoch_broker.protocol.records import (
     TIMESTAMP_LOG_APPEND_TIME,
     BatchHeader,
     Buffer,
+    Compression,
     batch_body,
+    iter_batches,
+    recompressed_batch,
     scan_records,
 )
 
 LONG_MAX = 2**63 - 1
+# compression.type -> the codec batches are stored with (absent: "producer", the producer's own)
+TOPIC_CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
+                "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,3 +88,19 @@ def validate_client_batches(buf: Buffer, batches: Sequence[tuple[int, BatchHeade
                 raise InvalidTimestampError(f"{where}: timestamp {latest} is more than "
                                             f"message.timestamp.after.max.ms {rules.timestamp_after_max_ms} "
                                             f"after the broker's time {now_ms}")
+
+
+def recompressed(buf: Buffer, batches: Sequence[tuple[int, BatchHeader]], compression_type: str
+                 ) -> tuple[Buffer, list[tuple[int, BatchHeader]]]:
+    """The batches as the topic stores them: unchanged when `compression_type` is "producer" or every batch
+    already has its codec, else every batch with another codec encoded again with it (validated batches only)."""
+    codec = TOPIC_CODECS.get(compression_type)
+    if codec is None or all(header.compression == codec for _, header in batches):
+        return buf, list(batches)
+    out = bytearray()
+    for pos, header in batches:
+        if header.compression == codec:
+            out += buf[pos:pos + header.total_size]
+        else:
+            out += recompressed_batch(buf, pos, header, codec)
+    return memoryview(out), list(iter_batches(out))

@@ -60,6 +60,7 @@ def log_config_for(config: BrokerConfig, topic_configs: dict[str, Any]) -> LogCo
         flush_interval_messages=topic_configs["flush.messages"],
         flush_interval_ms=LONG_MAX if topic_configs["flush.ms"] is None else topic_configs["flush.ms"],
         message_timestamp_type=topic_configs["message.timestamp.type"],
+        compression_type=topic_configs["compression.type"],
         fsync_every_append=config.log_flush_every_append,
         validation=ValidationRules(
             compacted=compacted,
