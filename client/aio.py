@@ -110,6 +110,12 @@ class KafkaClient:
         if self._read_task is not None:
             await asyncio.gather(self._read_task, return_exceptions=True)
 
+    def abort(self) -> None:
+        """Drop the connection now, from code that cannot await: every request waiting for an answer fails with
+        ConnectionClosed at once (`close` still releases the rest)."""
+        if self._writer is not None:
+            self._writer.transport.abort()
+
     async def __aenter__(self) -> KafkaClient:
         return self
 

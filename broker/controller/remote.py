@@ -172,9 +172,11 @@ class RemoteChannel:
         self.config = config
         self.heartbeat_interval_s = config.broker_heartbeat_interval_ms / 1000
         self.session_timeout_s = config.broker_session_timeout_ms / 1000
-        # How long a heartbeat, or a metadata fetch beyond its long poll, waits for its answer: a controller that
-        # stopped answering (paused, cut off) is left in time to reach another within the session.
-        self.answer_timeout_s = min(REQUEST_TIMEOUT_S, self.session_timeout_s / 3)
+        # How long a heartbeat, or a metadata fetch beyond its long poll, waits for its answer. With several
+        # controllers, one that stopped answering (paused, cut off) is left in time to reach another within the
+        # session; with one there is nowhere else to go, and a loaded controller is waited for.
+        self.answer_timeout_s = (min(REQUEST_TIMEOUT_S, self.session_timeout_s / 3)
+                                 if len(self.controllers.addresses) > 1 else REQUEST_TIMEOUT_S)
         self.metadata = metadata
         self.faults = faults
         self.on_fatal = on_fatal

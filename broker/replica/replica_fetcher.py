@@ -96,6 +96,7 @@ class ReplicaFetcher:
         self.states: dict[PartitionKey, FetchState] = {}
         self._changed = asyncio.Event()
         self._stopped = False
+        self._client: KafkaClient | None = None  # the connection to the leader, while there is one
         self.task = asyncio.create_task(self._run(), name=f"replica-fetcher-{node_id}-from-{source_id}")
 
     def add(self, partition: Partition) -> None:
@@ -106,12 +107,16 @@ class ReplicaFetcher:
         self.states.pop(_key(partition), None)
 
     def stop(self) -> None:
-        # The flag too: Python 3.11's wait_for can swallow a cancellation that races with its inner result.
+        # Not the cancellation alone: Python 3.11's wait_for can swallow one that races with its inner result, and
+        # the loop would then wait for work forever (a broker's clean stop hung until SIGKILL). The flag, a wake-up
+        # for that wait, and the connection dropped (a long poll to a leader that is itself stopping) end it.
         self._stopped = True
+        self._changed.set()
         self.task.cancel()
+        if self._client is not None:
+            self._client.abort()
 
     async def _run(self) -> None:
-        client: KafkaClient | None = None
         backoff = RETRY_BACKOFF_S
         try:
             while not self._stopped:
@@ -119,30 +124,32 @@ class ReplicaFetcher:
                     await asyncio.sleep(PAUSE_CHECK_S)
                     continue
                 if self.faults.cut_off(self._peer):  # fault.network.partition: the link is down
-                    if client is not None:
-                        await client.close()
-                        client = None
+                    await self._disconnect()
                     await asyncio.sleep(PAUSE_CHECK_S)
                     continue
                 if delay := self.faults.delay_s(self._peer):  # fault.network.delay: a slow link
                     await asyncio.sleep(delay)
                 try:
-                    if client is None:
-                        client = await self._connect()
-                    await self._truncate_all(client)
-                    await self._fetch(client)
+                    if self._client is None:
+                        self._client = await self._connect()
+                    await self._truncate_all(self._client)
+                    await self._fetch(self._client)
                     backoff = RETRY_BACKOFF_S
                 except (OSError, ConnectionError, KafkaError, ValueError) as exc:  # TimeoutError is an OSError
+                    if self._stopped:
+                        break
                     log.warning("replica fetcher %d<-%d: %s; reconnecting in %.1f s", self.node_id, self.source_id,
                                 exc or type(exc).__name__, backoff)
-                    if client is not None:
-                        await client.close()
-                        client = None
+                    await self._disconnect()
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, RECONNECT_BACKOFF_MAX_S)
         finally:
-            if client is not None:
-                await client.close()
+            await self._disconnect()
+
+    async def _disconnect(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
 
     async def _connect(self) -> KafkaClient:
         source = self.metadata.brokers.get(self.source_id)
@@ -292,6 +299,8 @@ class ReplicaFetcher:
         retries = [s.retry_at for s in self.states.values() if not s.parked]
         timeout = None if not retries else max(min(retries) - asyncio.get_running_loop().time(), 0)
         self._changed.clear()
+        if self._stopped:  # stop()'s wake-up came before the clear
+            return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), timeout)
 
