@@ -80,7 +80,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
 async def _wait_for_replication(results: list, timeout_s: float) -> None:
     appended = [(partition, result) for _, partition_results in results
                 for _, partition, result in partition_results if result.error == ErrorCode.NONE]
-    errors = await asyncio.gather(*(partition.wait_for_replication(result.last_offset, timeout_s)
+    errors = await asyncio.gather(*(partition.wait_for_replication(result.last_offset, result.leader_epoch, timeout_s)
                                     for partition, result in appended))
     for (_, result), error in zip(appended, errors, strict=True):
         result.error = error

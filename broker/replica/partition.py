@@ -72,6 +72,7 @@ class AppendResult:
     error: ErrorCode = ErrorCode.NONE
     base_offset: int = -1
     last_offset: int = -1
+    leader_epoch: int = -1  # the leader epoch the batches were appended in
     log_append_time: int = -1
     log_start_offset: int = -1
     message: str | None = None
@@ -126,6 +127,9 @@ class Partition:
         self.faults = faults
         self.metrics = metrics  # counts this partition's events (None: metrics are off)
         self.leader_log_end_at_election = 0  # KIP-207, and the start offset of the current leader epoch
+        # The leader epoch from which this broker has led without a break (-1: not leading): an acks=all produce
+        # appended before a break is never acknowledged, even if the broker leads again by then.
+        self.leading_since_epoch = -1
         self.followers: dict[int, FollowerState] = {}
         self.pending_isr: tuple[int, ...] | None = None  # the ISR asked for by the AlterPartition in flight
         self._held_high_watermark: int | None = None
@@ -166,6 +170,10 @@ class Partition:
             return False  # metadata never goes backwards (KIP-232)
         new_leader_epoch = leader == self.node_id and leader_epoch > self.leader_epoch
         changed = (leader, leader_epoch, isr) != (self.leader_id, self.leader_epoch, self.isr)
+        if leader != self.node_id:
+            self.leading_since_epoch = -1
+        elif not self.is_leader:
+            self.leading_since_epoch = leader_epoch
         self.leader_id, self.leader_epoch, self.partition_epoch = leader, leader_epoch, partition_epoch
         self.replicas, self.isr = replicas, isr
         if new_leader_epoch:
@@ -185,6 +193,7 @@ class Partition:
     def remove(self) -> None:
         """The topic was deleted: nobody leads here any more, and every waiter is answered."""
         self.leader_id = -1
+        self.leading_since_epoch = -1
         self.wake_waiters()
 
     # -- the leader-epoch check (KIP-320, KIP-359) ----------------------------------------------------
@@ -230,8 +239,8 @@ class Partition:
         # Followers long-polling for data must see it now, although the high watermark has not moved (it moves
         # only once they have it): otherwise every acks=all produce waits out a follower's fetch max wait.
         self.wake_waiters()
-        return AppendResult(ErrorCode.NONE, info.first_offset, info.last_offset, info.log_append_time,
-                            self.log.log_start_offset)
+        return AppendResult(ErrorCode.NONE, info.first_offset, info.last_offset, self.leader_epoch,
+                            info.log_append_time, self.log.log_start_offset)
 
     def _check_batches(self, records: Any) -> AppendResult | None:
         """max.message.bytes and the idempotent producer's sequence; a duplicate batch is answered as the
@@ -247,8 +256,9 @@ class Partition:
             check = producer_state.check_and_update(header.producer_id, header.producer_epoch,
                                                     header.base_sequence, header.last_sequence)
             if check.verdict is Verdict.DUPLICATE:
-                return AppendResult(ErrorCode.NONE, check.first_offset, check.last_offset, -1,
-                                    self.log.log_start_offset)
+                # in this log now, in this leadership: acks=all waits for it as for a new batch
+                return AppendResult(ErrorCode.NONE, check.first_offset, check.last_offset, self.leader_epoch,
+                                    log_start_offset=self.log.log_start_offset)
             if check.verdict is not Verdict.OK:
                 return AppendResult(_VERDICT_ERRORS[check.verdict],
                                     message=f"producer {header.producer_id}: {check.verdict.value}")
@@ -503,16 +513,20 @@ class Partition:
             if not future.done():
                 future.set_result(None)
 
-    async def wait_for_replication(self, offset: int, timeout_s: float) -> ErrorCode:
-        """Delayed produce (acks=all): wait until the high watermark passes `offset`.
+    async def wait_for_replication(self, offset: int, appended_in_epoch: int, timeout_s: float) -> ErrorCode:
+        """Delayed produce (acks=all): wait until the high watermark passes `offset`, appended in leader epoch
+        `appended_in_epoch`.
 
-        NOT_LEADER_OR_FOLLOWER if leadership is lost meanwhile, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR
-        shrinks below min.insync.replicas, REQUEST_TIMED_OUT at the timeout.
+        NOT_LEADER_OR_FOLLOWER if leadership is lost meanwhile, also when it comes back before this waiter looks
+        (Kafka completes delayed produces as the broker becomes a follower; here the waiter wakes later, and the
+        follower may have truncated the batch away before leading again: leading back is not the batch back),
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrinks below min.insync.replicas, REQUEST_TIMED_OUT at the
+        timeout.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while True:
-            if not self.is_leader:
+            if not self.is_leader or self.leading_since_epoch > appended_in_epoch:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             if len(self.isr) < self.configs["min.insync.replicas"]:
                 return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND

@@ -316,7 +316,7 @@ class ReplicaManager:
         result = hosted.append_records_to_leader(batch, acks_all=True)
         if result.error != ErrorCode.NONE:
             raise KafkaError(result.message or "", result.error)
-        error = await hosted.wait_for_replication(result.last_offset, timeout_s)
+        error = await hosted.wait_for_replication(result.last_offset, result.leader_epoch, timeout_s)
         if error != ErrorCode.NONE:
             raise KafkaError(f"{topic}-{partition}: not replicated", error)
         return result.base_offset

@@ -7,6 +7,7 @@ partition's leader epoch in every table.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,31 @@ def test_the_high_watermark_is_the_lowest_log_end_of_the_isr(tmp_path: Path) -> 
     assert partition.log.high_watermark == 2
     fetch(partition, E, offset=3, replica_id=2)
     assert partition.log.high_watermark == 3
+
+
+async def test_acks_all_is_never_answered_for_a_batch_appended_before_leadership_was_lost_and_regained(
+        tmp_path: Path) -> None:
+    """Leader in E, appends; follower in E+1 (it may truncate the batch away), leader again in E+2, all before the
+    waiter looks: the batch is answered NOT_LEADER_OR_FOLLOWER, never acknowledged by a high watermark that
+    later records pass (the idempotent producer resends it; a waiter that stayed would also hold the producer
+    up until the request's timeout). A leader that stays leader through a new epoch still acknowledges."""
+    partition = make_partition(tmp_path)
+    lost = partition.append_records_to_leader(records(b"a"), acks_all=True)
+    waiting = asyncio.create_task(partition.wait_for_replication(lost.last_offset, lost.leader_epoch, 10))
+    partition.update(FOLLOWER, E + 1, 2, (0, 1, 2), (0, 1, 2), NOW_MS)
+    partition.update(LEADER, E + 2, 3, (0, 1, 2), (0, 1, 2), NOW_MS)
+    partition.append_records_to_leader(records(b"b", b"c"), acks_all=True)
+    for replica in (1, 2):
+        fetch(partition, E + 2, offset=3, replica_id=replica)
+    assert partition.log.high_watermark == 3
+    assert await waiting == NOT_LEADER
+
+    kept = partition.append_records_to_leader(records(b"d"), acks_all=True)
+    waiting = asyncio.create_task(partition.wait_for_replication(kept.last_offset, kept.leader_epoch, 10))
+    partition.update(LEADER, E + 3, 4, (0, 1, 2), (0, 1, 2), NOW_MS)  # a new epoch, leading throughout
+    for replica in (1, 2):
+        fetch(partition, E + 3, offset=4, replica_id=replica)
+    assert await waiting == NONE
 
 
 @pytest.mark.parametrize(("replica_id", "unclean", "expected"), [
