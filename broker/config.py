@@ -293,6 +293,8 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "message.timestamp.type": ("message_timestamp_type", _choice("CreateTime", "LogAppendTime")),
     "log.message.timestamp.type": ("message_timestamp_type", _choice("CreateTime", "LogAppendTime")),
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int(0)),
+    "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int(1)),
+    "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int(1)),
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int(1)),
     "offsets.topic.replication.factor": ("offsets_topic_replication_factor", _int(1)),
     "offsets.retention.minutes": ("offsets_retention_minutes", _int(1)),
@@ -365,6 +367,8 @@ class BrokerConfig:
     fault_hooks_enable: bool = False
     message_timestamp_type: str = "CreateTime"
     group_initial_rebalance_delay_ms: int = 0  # Kafka: 3000, but 0 in its shipped server.properties
+    group_min_session_timeout_ms: int = 6_000  # JoinGroup's session timeout bounds (INVALID_SESSION_TIMEOUT outside)
+    group_max_session_timeout_ms: int = 1_800_000
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 3  # capped at the live brokers when the topic is made
     offsets_retention_minutes: int = 10080
@@ -494,6 +498,9 @@ def build_config(pairs: list[tuple[str, str]]) -> BrokerConfig:
         values[attr] = _parse(key, parse, text)
     config = BrokerConfig(**values, listener_settings=tuple(listener_settings))
     _check_listeners(config)
+    if config.group_min_session_timeout_ms > config.group_max_session_timeout_ms:
+        raise ConfigError(f"group.min.session.timeout.ms ({config.group_min_session_timeout_ms}) is above "
+                          f"group.max.session.timeout.ms ({config.group_max_session_timeout_ms})")
     if config.zookeeper_connect and config.process_roles != {"controller"}:
         raise ConfigError("zookeeper.connect: only a controller process (process.roles=controller) keeps the "
                           "metadata in ZooKeeper; brokers find the controllers by controller.address")

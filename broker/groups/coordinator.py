@@ -50,8 +50,6 @@ log = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
 # Kafka's defaults for settings this broker does not expose.
-MIN_SESSION_TIMEOUT_MS = 6_000  # group.min.session.timeout.ms
-MAX_SESSION_TIMEOUT_MS = 1_800_000  # group.max.session.timeout.ms
 OFFSET_METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes
 RETENTION_CHECK_INTERVAL_S = 600.0  # offsets.retention.check.interval.ms
 LOAD_YIELD_RECORDS = 1000  # loading yields to the event loop this often
@@ -136,6 +134,8 @@ class GroupCoordinator:
         config = broker.config
         self.num_partitions: int = config.offsets_topic_num_partitions
         self.initial_delay_ms: int = config.group_initial_rebalance_delay_ms
+        # group.min/max.session.timeout.ms: a JoinGroup's session timeout outside them is INVALID_SESSION_TIMEOUT
+        self.session_timeout_bounds_ms = (config.group_min_session_timeout_ms, config.group_max_session_timeout_ms)
         self.retention_ms: int = config.offsets_retention_minutes * 60_000
         self.groups: dict[str, Group] = {}
         self.owned: set[int] = set()
@@ -425,7 +425,8 @@ class GroupCoordinator:
         error = self.coordinator_error(group_id)
         if error is ErrorCode.NONE and not group_id:
             error = ErrorCode.INVALID_GROUP_ID
-        if error is ErrorCode.NONE and not MIN_SESSION_TIMEOUT_MS <= session_timeout_ms <= MAX_SESSION_TIMEOUT_MS:
+        low, high = self.session_timeout_bounds_ms
+        if error is ErrorCode.NONE and not low <= session_timeout_ms <= high:
             error = ErrorCode.INVALID_SESSION_TIMEOUT
         group = self.groups.get(group_id)
         if error is ErrorCode.NONE and group is None:

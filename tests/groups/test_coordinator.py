@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 import pytest
-from epoch_broker.broker.config import BrokerConfig, Endpoint
+from epoch_broker.broker.config import BrokerConfig, ConfigError, Endpoint, build_config
 from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.groups import records
 from epoch_broker.broker.groups.coordinator import (
@@ -96,8 +96,9 @@ async def started(broker: FakeBroker) -> GroupCoordinator:
 
 
 @pytest.fixture
-async def broker() -> FakeBroker:
-    b = FakeBroker()
+async def broker(request: pytest.FixtureRequest) -> FakeBroker:
+    """The fake broker; parametrized indirectly, its config's overrides."""
+    b = FakeBroker(**getattr(request, "param", {}))
     add_topic(b.metadata, "t", 6)
     return b
 
@@ -283,9 +284,8 @@ async def test_the_last_member_leaving_empties_the_group(coordinator: Any) -> No
     assert group.state is GroupState.EMPTY and group.generation_id == generation + 1
 
 
-async def test_session_timeout_expires_a_silent_member(broker: FakeBroker, coordinator: Any,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("epoch_broker.broker.groups.coordinator.MIN_SESSION_TIMEOUT_MS", 100)
+@pytest.mark.parametrize("broker", [{"group_min_session_timeout_ms": 100}], indirect=True)
+async def test_session_timeout_expires_a_silent_member(broker: FakeBroker, coordinator: Any) -> None:
     a = await join_member(coordinator, session_ms=300)
     b = await join_member(coordinator, session_ms=300)
     results = await asyncio.gather(join(coordinator, a, session_ms=300), join(coordinator, b, session_ms=300))
@@ -298,9 +298,17 @@ async def test_session_timeout_expires_a_silent_member(broker: FakeBroker, coord
     assert coordinator.heartbeat("g", a, None, generation) == ErrorCode.REBALANCE_IN_PROGRESS
 
 
-async def test_a_pending_member_that_never_returns_stops_blocking_the_join(coordinator: Any,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("epoch_broker.broker.groups.coordinator.MIN_SESSION_TIMEOUT_MS", 100)
+@pytest.mark.parametrize("broker", [{"group_min_session_timeout_ms": 1_000, "group_max_session_timeout_ms": 20_000}],
+                         indirect=True)
+async def test_a_session_timeout_outside_the_configured_bounds_is_refused(coordinator: Any) -> None:
+    """group.min.session.timeout.ms and group.max.session.timeout.ms, as Kafka's: INVALID_SESSION_TIMEOUT outside."""
+    for session_ms, expected in ((999, ErrorCode.INVALID_SESSION_TIMEOUT), (20_001, ErrorCode.INVALID_SESSION_TIMEOUT),
+                                 (1_000, ErrorCode.MEMBER_ID_REQUIRED), (20_000, ErrorCode.MEMBER_ID_REQUIRED)):
+        assert (await join(coordinator, session_ms=session_ms)).error == expected, session_ms
+
+
+@pytest.mark.parametrize("broker", [{"group_min_session_timeout_ms": 100}], indirect=True)
+async def test_a_pending_member_that_never_returns_stops_blocking_the_join(coordinator: Any) -> None:
     (a,), generation = await stable_group(coordinator, 1)
     await join_member(coordinator, session_ms=200)  # gets an id, never comes back
     result = await asyncio.wait_for(join(coordinator, a, protocols=[("range", b"x")]), 2)
@@ -476,3 +484,10 @@ async def test_list_and_describe(coordinator: Any) -> None:
     assert [g.group_id for g in coordinator.list_groups({"stable"})] == ["g"]
     error, group = coordinator.describe_group("g")
     assert error == ErrorCode.NONE and group.members[member].assignment == member.encode()
+
+
+def test_session_timeout_bounds_are_configs_and_must_be_in_order() -> None:
+    config = build_config([("group.min.session.timeout.ms", "1000"), ("group.max.session.timeout.ms", "20000")])
+    assert (config.group_min_session_timeout_ms, config.group_max_session_timeout_ms) == (1000, 20000)
+    with pytest.raises(ConfigError, match="is above group"):
+        build_config([("group.min.session.timeout.ms", "30000"), ("group.max.session.timeout.ms", "20000")])
