@@ -91,12 +91,12 @@ def validate_client_batches(buf: Buffer, batches: Sequence[tuple[int, BatchHeade
 
 
 def recompressed(buf: Buffer, batches: Sequence[tuple[int, BatchHeader]], compression_type: str
-                 ) -> tuple[Buffer, list[tuple[int, BatchHeader]]]:
+                 ) -> tuple[Buffer, Sequence[tuple[int, BatchHeader]]]:
     """The batches as the topic stores them: unchanged when `compression_type` is "producer" or every batch
     already has its codec, else every batch with another codec encoded again with it (validated batches only)."""
     codec = TOPIC_CODECS.get(compression_type)
     if codec is None or all(header.compression == codec for _, header in batches):
-        return buf, list(batches)
+        return buf, batches  # the produce path's common case: no copy
     out = bytearray()
     for pos, header in batches:
         if header.compression == codec:
