@@ -576,3 +576,38 @@ def build_batch(
     _HEADER.pack_into(out, 0, *header)
     _UINT32.pack_into(out, _CRC_POS, compute_crc(out, 0, header))
     return out
+
+
+# -- transaction markers (KIP-98): the one record of a control batch ------------------------------------------
+# key: version int16 (0), type int16 (0 abort, 1 commit); value: version int16 (0), coordinator epoch int32
+_MARKER_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+CONTROL_ABORT, CONTROL_COMMIT = 0, 1
+
+
+class EndTxnMarker(NamedTuple):
+    commit: bool
+    coordinator_epoch: int
+
+
+def build_end_txn_marker(producer_id: int, producer_epoch: int, marker: EndTxnMarker, timestamp: int) -> bytearray:
+    """A control batch ending a transaction: transactional, control, no sequence, one record."""
+    key = _MARKER_KEY.pack(0, CONTROL_COMMIT if marker.commit else CONTROL_ABORT)
+    value = _MARKER_VALUE.pack(0, marker.coordinator_epoch)
+    return build_batch([(key, value, (), timestamp)], producer_id=producer_id, producer_epoch=producer_epoch,
+                       is_transactional=True, is_control=True)
+
+
+def parse_end_txn_marker(buf: Buffer, pos: int, header: BatchHeader) -> EndTxnMarker:
+    """The commit/abort marker of the control batch at ``pos``; CorruptRecordError if it is not one."""
+    for record in iter_records(buf, pos, header):
+        if record.key is None or len(record.key) < _MARKER_KEY.size:
+            break
+        _, kind = _MARKER_KEY.unpack_from(record.key)
+        if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
+            break
+        coordinator_epoch = -1
+        if record.value is not None and len(record.value) >= _MARKER_VALUE.size:
+            coordinator_epoch = _MARKER_VALUE.unpack_from(record.value)[1]
+        return EndTxnMarker(kind == CONTROL_COMMIT, coordinator_epoch)
+    raise CorruptRecordError(f"control batch at offset {header.base_offset} holds no transaction marker")

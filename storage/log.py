@@ -1,6 +1,7 @@
 """The log of one partition: segments, offsets, the leader-epoch cache and producer state.
 
-Directory ``<topic>-<partition>/`` holds ``<base>.log/.index/.timeindex`` per segment (storage.segment),
+Directory ``<topic>-<partition>/`` holds ``<base>.log/.index/.timeindex`` per segment, and ``<base>.txnindex`` for a
+segment holding abort markers (storage.segment, storage.transaction_index),
 ``leader-epoch-checkpoint`` (storage.leader_epoch) and ``<offset>.snapshot`` (storage.producer_state).
 The high watermark, recovery point and log start offset are persisted per log directory by the
 LogManager.
@@ -21,6 +22,10 @@ Rules:
   the whole log be rescanned. A clean shutdown skips the scan.
 - Flushing follows Kafka's flush.messages / flush.ms (default: never, rely on replication), or
   fsync after every append with ``fsync_every_append`` for single-node durability.
+- Transactions (KIP-98): the producer state tracks open transactions; a marker closes one, and an abort is indexed
+  in the marker's segment. The last stable offset (LSO) is the first offset of a transaction still open or whose
+  marker is not yet below the high watermark, else the high watermark: `read_committed` consumers read below it
+  and skip the aborted transactions overlapping what they read (`aborted_transactions`).
 - Reads return file ranges (FileSlice) for os.sendfile; a deleted segment's file descriptor stays
   open for ``file_delete_delay_ms`` so in-flight sendfiles finish, as Kafka's file.delete.delay.ms.
 """
@@ -30,6 +35,7 @@ from __future__ import annotations
 import bisect
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -42,8 +48,10 @@ from epoch_broker.protocol.errors import (
 )
 from epoch_broker.protocol.records import (
     BatchHeader,
+    Buffer,
     iter_batches,
     iter_records,
+    parse_end_txn_marker,
     parse_header,
     stamp,
     stamp_log_append_time,
@@ -53,8 +61,9 @@ from epoch_broker.storage.file_records import FileSlice
 from epoch_broker.storage.fs import FileSystem
 from epoch_broker.storage.leader_epoch import LeaderEpochCache
 from epoch_broker.storage.log_validator import LONG_MAX, ValidationRules, recompressed, validate_client_batches
-from epoch_broker.storage.producer_state import ProducerStateManager
+from epoch_broker.storage.producer_state import CompletedTxn, ProducerStateManager
 from epoch_broker.storage.segment import LogSegment
+from epoch_broker.storage.transaction_index import AbortedTxn
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries store offsets relative to the segment as int32
 LATEST_TIMESTAMP = -1
@@ -119,6 +128,8 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = clock()
         self._retired: list[tuple[int, LogSegment]] = []  # (close after ms, segment)
+        # closed transactions whose marker is not below the high watermark yet: (marker offset, first offset)
+        self._unreplicated_txns: deque[tuple[int, int]] = deque()
 
     # --- opening and recovery ---------------------------------------------------------------------
 
@@ -178,6 +189,8 @@ class PartitionLog:
             self.epoch_cache.clear()
         recovered = first_unsafe < len(self.segments)
         if recovered:
+            # the producer state (open transactions, aborted-transaction entries) is replayed over the recovered range
+            self.producer_state.delete_snapshots_from(self.segments[first_unsafe].base_offset + 1)
             self._recover_from(first_unsafe)
         self._log_start_offset = max(log_start_offset, self.segments[0].base_offset)
         leo = self.log_end_offset
@@ -225,9 +238,17 @@ class PartitionLog:
         leo = self.log_end_offset
         self.producer_state.delete_snapshots_from(leo + 1)
         start = max(self.producer_state.load_latest(leo), self._log_start_offset)
-        for _, header in self._headers_from(start):
+        # the replay indexes the aborted transactions of its range again
+        for segment in self.segments[self._segment_index(start) :]:
+            segment.txn_index.truncate_to(start)
+        self._unreplicated_txns = deque(t for t in self._unreplicated_txns if t[0] < start)
+        for segment, position, header in self._headers_from(start):
             if header.base_offset >= start:
-                self.producer_state.on_append(header)
+                batch = os.pread(segment.fd, header.total_size, position) if header.is_control else b""
+                self._on_batch_written(segment, batch, 0, header)
+        # rewritten entries may sit below the recovery point, which later flushes no longer reach
+        for segment in self.segments[self._segment_index(start) :]:
+            segment.txn_index.flush()
 
     # --- segments ---------------------------------------------------------------------------------
 
@@ -286,12 +307,12 @@ class PartitionLog:
     def _segment_index(self, offset: int) -> int:
         return max(0, bisect.bisect_right(self._bases, offset) - 1)
 
-    def _headers_from(self, offset: int) -> Iterator[tuple[LogSegment, BatchHeader]]:
+    def _headers_from(self, offset: int) -> Iterator[tuple[LogSegment, int, BatchHeader]]:
         for segment in self.segments[self._segment_index(offset) :]:
             found = segment.find(offset)
             if found is not None:
-                for _, header in segment.headers_from(found[0]):
-                    yield segment, header
+                for position, header in segment.headers_from(found[0]):
+                    yield segment, position, header
 
     # --- offsets ----------------------------------------------------------------------------------
 
@@ -310,6 +331,31 @@ class PartitionLog:
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
         self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+        while self._unreplicated_txns and self._unreplicated_txns[0][0] < self._high_watermark:
+            self._unreplicated_txns.popleft()
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of a transaction still open or whose marker is not replicated, else the high
+        watermark: `read_committed` consumers read below it."""
+        unstable = self.producer_state.first_open_txn_offset
+        for _, first in self._unreplicated_txns:
+            unstable = first if unstable is None else min(unstable, first)
+        if unstable is None:
+            return self._high_watermark
+        return max(min(unstable, self._high_watermark), self._log_start_offset)
+
+    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping offsets [start, end), for a `read_committed` fetch."""
+        found = []
+        for segment in self.segments[self._segment_index(start) :]:
+            for entry in segment.txn_index.entries:
+                if entry.last_offset >= start and entry.first_offset < end:
+                    found.append(entry)
+                if entry.last_stable_offset > end:
+                    # every transaction open when this one was aborted began after `end`, and every later one too
+                    return found
+        return found
 
     @property
     def latest_epoch(self) -> int:
@@ -341,14 +387,17 @@ class PartitionLog:
             validate_batch(view, pos, header)
         return view, batches
 
-    def append_as_leader(self, buf: bytearray | memoryview, leader_epoch: int) -> AppendInfo:
-        """Validate (each batch, then every record: log_validator.py), recompress to the topic's compression.type
-        if it names another codec, assign offsets, stamp ``leader_epoch`` in place, write. All or nothing."""
+    def append_as_leader(self, buf: bytearray | memoryview, leader_epoch: int, from_client: bool = True
+                         ) -> AppendInfo:
+        """Validate (each batch, then, for a client's, every record: log_validator.py), recompress a client's to the
+        topic's compression.type if it names another codec, assign offsets, stamp ``leader_epoch`` in place, write.
+        All or nothing. The broker's own batches (transaction markers) skip the client rules."""
         self._check_writable()
         view, batches = self._validated(buf)
         now = self.clock()
-        validate_client_batches(view, batches, self.config.validation, now)
-        view, batches = recompressed(view, batches, self.config.compression_type)
+        if from_client:
+            validate_client_batches(view, batches, self.config.validation, now)
+            view, batches = recompressed(view, batches, self.config.compression_type)
         first = offset = self.log_end_offset
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         stamped = []
@@ -369,7 +418,7 @@ class PartitionLog:
         # KIP-101: the first append of a new leader epoch marks where that epoch starts.
         if leader_epoch >= 0 and leader_epoch > self.epoch_cache.latest_epoch:
             self.epoch_cache.assign(leader_epoch, first)
-        self._after_append(stamped, num_records, now)
+        self._after_append(view, stamped, num_records, now)
         return AppendInfo(first, offset - 1, max_timestamp, now if log_append else -1, num_records)
 
     def append_as_follower(self, buf: bytearray | memoryview) -> AppendInfo:
@@ -391,7 +440,7 @@ class PartitionLog:
             if header.partition_leader_epoch >= 0:
                 self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         num_records = sum(header.records_count for _, header in batches)
-        self._after_append(batches, num_records, now)
+        self._after_append(view, batches, num_records, now)
         return AppendInfo(
             first, expected - 1, max(h.max_timestamp for _, h in batches), -1, num_records
         )
@@ -409,9 +458,20 @@ class PartitionLog:
                 self.offline = True
             raise KafkaStorageError(f"append to {self.directory} failed: {exc}") from exc
 
-    def _after_append(self, batches: list[tuple[int, BatchHeader]], num_records: int, now: int) -> None:
-        for _, header in batches:
-            self.producer_state.on_append(header)
+    def _after_append(self, view: memoryview, batches: list[tuple[int, BatchHeader]], num_records: int, now: int
+                      ) -> None:
+        segment = self.active_segment
+        try:
+            for pos, header in batches:
+                self._on_batch_written(segment, view, pos, header)
+        except OSError as exc:
+            # An abort's index entry could not be written (a full disk): undo the append, so that no marker stands
+            # without its entry (read_committed readers would take the aborted records for committed ones).
+            try:
+                self.truncate_to(batches[0][1].base_offset)
+            except OSError:
+                self.offline = True
+            raise KafkaStorageError(f"indexing an aborted transaction in {self.directory} failed: {exc}") from exc
         self._unflushed_messages += num_records
         if (
             self.config.fsync_every_append
@@ -419,6 +479,22 @@ class PartitionLog:
             or now - self._last_flush_ms >= self.config.flush_interval_ms
         ):
             self.flush()
+
+    def _on_batch_written(self, segment: LogSegment, buf: Buffer, pos: int, header: BatchHeader) -> None:
+        """The producer state takes a batch in `segment` (appended, or replayed); a transaction it closes is
+        indexed there if aborted, and holds the last stable offset until its marker is replicated."""
+        marker = parse_end_txn_marker(buf, pos, header) if header.is_control and header.producer_id >= 0 else None
+        completed = self.producer_state.on_append(header, marker)
+        if completed is not None:
+            self._index_completed(segment, completed)
+
+    def _index_completed(self, segment: LogSegment, txn: CompletedTxn) -> None:
+        if txn.aborted:
+            open_first = self.producer_state.first_open_txn_offset
+            stable = txn.last_offset + 1 if open_first is None else open_first
+            segment.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, stable))
+        if txn.last_offset >= self._high_watermark:
+            self._unreplicated_txns.append((txn.last_offset, txn.first_offset))
 
     def flush(self) -> None:
         """fsync everything written so far; the recovery point moves to the LEO."""
@@ -533,6 +609,7 @@ class PartitionLog:
         self.epoch_cache.clear()
         self.producer_state.clear()
         self.producer_state.delete_snapshots_from(0)
+        self._unreplicated_txns.clear()
         self._log_start_offset = self._high_watermark = self.recovery_point = offset
 
     def delete_records_before(self, offset: int) -> None:

@@ -1,4 +1,5 @@
-"""One log segment: ``<base>.log`` plus its ``.index`` and ``.timeindex`` (base = 20-digit offset).
+"""One log segment: ``<base>.log`` plus its ``.index``, ``.timeindex`` and, if it holds an abort marker,
+``.txnindex`` (storage.transaction_index) (base = 20-digit offset).
 
 ``.log`` holds record batches back to back exactly as on the wire after the leader stamped them
 (layout in protocol.records). Nothing else: no segment header, no footer, so a segment can be sent
@@ -33,6 +34,7 @@ from epoch_broker.protocol.records import (
 from epoch_broker.storage.file_records import FileSlice
 from epoch_broker.storage.fs import FileSystem
 from epoch_broker.storage.index import OffsetIndex, TimeIndex
+from epoch_broker.storage.transaction_index import TransactionIndex
 
 RECOVERY_CHUNK = 8 << 20  # read size while validating a segment: large reads, bounded memory
 
@@ -60,6 +62,7 @@ class LogSegment:
         self.size = fs.size(self.fd)
         self.index = OffsetIndex(file_name(directory, base_offset, ".index"), base_offset, fs)
         self.time_index = TimeIndex(file_name(directory, base_offset, ".timeindex"), base_offset, fs)
+        self.txn_index = TransactionIndex(file_name(directory, base_offset, ".txnindex"), fs)
         self.next_offset = base_offset
         self.max_timestamp = -1
         self._offset_of_max_timestamp = base_offset
@@ -178,6 +181,7 @@ class LogSegment:
             self.index.flush()
             self.time_index.flush()
             self._dirty = False
+        self.txn_index.flush()
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -239,6 +243,7 @@ class LogSegment:
         self.size = position
         self.index.truncate_to(header.base_offset)
         self.time_index.truncate_to(header.base_offset)
+        self.txn_index.truncate_to(header.base_offset)
         self._bytes_since_index = 0
         # Re-derive the tail state from what is left (at most one index interval to scan).
         last = self.index.last
@@ -270,3 +275,4 @@ class LogSegment:
             path = file_name(self.directory, self.base_offset, suffix)
             if self.fs.exists(path):
                 self.fs.remove(path)
+        self.txn_index.delete()
