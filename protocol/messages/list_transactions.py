@@ -1,0 +1,40 @@
+"""API 66 · v0 · flexible 0+ · ListTransactions
+
+Lists the transactions a transaction coordinator knows (KIP-664), optionally only those in some states
+("Ongoing", "PrepareCommit", ...) or of some producer ids; empty filters match everything. The response
+names the state filters the coordinator did not recognise.
+
+Versions: Kafka 3.9 also has v1 (KIP-994), which adds DurationFilter to the request (only transactions
+running longer than that); it is not declared here, so that field is left out.
+
+Clients: the admin clients: Java Admin.listTransactions / kafka-transactions.sh list, kafka-python
+KafkaAdminClient.list_transactions.
+The reference folder has no JSON for this API: the fields follow apache/kafka's ListTransactionsRequest.json /
+ListTransactionsResponse.json at 3.9, so the spec conformance test lists it as an API without a reference file.
+"""
+
+from epoch_broker.protocol.schema import Api, Field, Message
+
+REQUEST = Message(
+    "ListTransactionsRequest", api_key=66, kind="request", versions="0", flexible="0+",
+    fields=[
+        Field("state_filters", "[]string", "0+"),
+        Field("producer_id_filters", "[]int64", "0+"),
+    ],
+)
+
+RESPONSE = Message(
+    "ListTransactionsResponse", api_key=66, kind="response", versions="0", flexible="0+",
+    fields=[
+        Field("throttle_time_ms", "int32", "0+"),
+        Field("error_code", "int16", "0+"),
+        Field("unknown_state_filters", "[]string", "0+"),
+        Field("transaction_states", "[]TransactionState", "0+", fields=[
+            Field("transactional_id", "string", "0+"),
+            Field("producer_id", "int64", "0+"),
+            Field("transaction_state", "string", "0+"),
+        ]),
+    ],
+)
+
+API = Api(REQUEST, RESPONSE)
