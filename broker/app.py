@@ -61,10 +61,12 @@ if TYPE_CHECKING:  # imported on first use (`group_coordinator`), or when metric
     from epoch_broker.broker.groups.coordinator import GroupCoordinator
     from epoch_broker.broker.metrics import ProcessMetrics
     from epoch_broker.broker.status import StatusServer
+    from epoch_broker.broker.transactions.coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"  # as broker.group_coordinator, which is imported only when needed
+TXN_TOPIC = "__transaction_state"  # as broker.transaction_coordinator, likewise
 MAINTENANCE_INTERVAL_S = 5.0  # flush.ms, retention and offset checkpoints
 FATAL_EXIT_STATUS = 3
 
@@ -81,6 +83,7 @@ class Broker:
         self._log_manager: LogManager | None = None
         self._replica_manager: ReplicaManager | None = None
         self._group_coordinator: GroupCoordinator | None = None  # made on first use, or at start if needed
+        self._transaction_coordinator: TransactionCoordinator | None = None  # likewise
         self.metadata_subscribers: list[Callable[[list[Any]], None]] = []  # after the replica manager
         self.server: KafkaServer | None = None
         self.file_budget: FileBudget | None = None  # the open-files limit, known at start
@@ -206,6 +209,8 @@ class Broker:
         self._log_manager.checkpoint()
         if OFFSETS_TOPIC in self.metadata.topics_by_name:  # groups to load (in the background)
             _ = self.group_coordinator
+        if TXN_TOPIC in self.metadata.topics_by_name:  # transactions to load, perhaps to complete
+            _ = self.transaction_coordinator
         self._maintenance = asyncio.create_task(self._maintain())
         self.dispatcher.ready.set()
         log.info("node %d registered with broker epoch %d; %d partitions hosted", self.node_id,
@@ -259,6 +264,15 @@ class Broker:
             self._group_coordinator.open()
         return self._group_coordinator
 
+    @property
+    def transaction_coordinator(self) -> TransactionCoordinator:
+        """The transaction coordinator, made and started on first use (as the group coordinator)."""
+        if self._transaction_coordinator is None:
+            module = importlib.import_module("epoch_broker.broker.transactions.coordinator")
+            self._transaction_coordinator = module.TransactionCoordinator(self)
+            self._transaction_coordinator.open()
+        return self._transaction_coordinator
+
     async def _maintain(self) -> None:
         assert self._log_manager is not None
         while True:
@@ -286,6 +300,8 @@ class Broker:
             await self._replica_manager.shutdown()
         if self.server is not None:
             await self.server.stop()
+        if self._transaction_coordinator is not None:
+            await self._transaction_coordinator.stop()
         if self._group_coordinator is not None:
             await self._group_coordinator.stop()
         if self._log_manager is not None:

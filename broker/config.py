@@ -298,6 +298,10 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int(1)),
     "offsets.topic.replication.factor": ("offsets_topic_replication_factor", _int(1)),
     "offsets.retention.minutes": ("offsets_retention_minutes", _int(1)),
+    "transaction.state.log.num.partitions": ("transaction_state_log_num_partitions", _int(1)),
+    "transaction.state.log.replication.factor": ("transaction_state_log_replication_factor", _int(1)),
+    "transaction.max.timeout.ms": ("transaction_max_timeout_ms", _int(1)),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": ("transaction_abort_interval_ms", _int(1)),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", _bool),
     "min.insync.replicas": ("min_insync_replicas", _int(1)),
     "broker.session.timeout.ms": ("broker_session_timeout_ms", _int(1)),
@@ -372,6 +376,10 @@ class BrokerConfig:
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 3  # capped at the live brokers when the topic is made
     offsets_retention_minutes: int = 10080
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_replication_factor: int = 3  # capped at the live brokers when the topic is made
+    transaction_max_timeout_ms: int = 900_000  # a longer transaction.timeout.ms is INVALID_TRANSACTION_TIMEOUT
+    transaction_abort_interval_ms: int = 10_000  # how often timed-out transactions are looked for and aborted
     unclean_leader_election_enable: bool = False
     min_insync_replicas: int = 1
     broker_session_timeout_ms: int = 9000

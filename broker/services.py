@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from epoch_broker.broker.metadata.image import MetadataCache
     from epoch_broker.broker.metrics import ProcessMetrics
     from epoch_broker.broker.replica.replica_manager import ReplicaManager
+    from epoch_broker.broker.transactions.coordinator import TransactionCoordinator
     from epoch_broker.storage.log_manager import LogManager
 
 
@@ -53,6 +54,10 @@ class BrokerServices(Services, Protocol):
     @property
     def group_coordinator_if_started(self) -> GroupCoordinator | None:
         """The group coordinator if a group API or the start made it (looking does not create it)."""
+
+    @property
+    def transaction_coordinator(self) -> TransactionCoordinator:
+        """Made on first use (it creates `__transaction_state` when first asked for a coordinator)."""
 
     async def next_producer_id(self) -> int: ...
 

@@ -210,7 +210,8 @@ def plan_cluster(data_dir: str | Path, brokers: int, controller_port: int, broke
     replication = str(min(3, brokers))
     in_zookeeper = {"zookeeper.session.timeout.ms": ZOOKEEPER_SESSION_TIMEOUT_MS} if zookeeper else {}
     common = {**DRILL_DEFAULTS, **in_zookeeper, "default.replication.factor": replication,
-              "offsets.topic.replication.factor": replication, **(overrides or {})}
+              "offsets.topic.replication.factor": replication,
+              "transaction.state.log.replication.factor": replication, **(overrides or {})}
     fixed = [key for key in PER_PROCESS_KEYS if key in common]
     if fixed:
         raise ConfigError(f"--override {fixed[0]} is set per process by the launcher")

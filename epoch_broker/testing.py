@@ -52,9 +52,10 @@ from epoch_broker.drill import admin, launcher
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import create_topics, metadata
 
-# what tests want: no join delay, one offsets partition, and the fault hooks (cluster() has the launcher's)
+# what tests want: no join delay, one offsets and one transaction-state partition, and the fault hooks (cluster()
+# has the launcher's)
 BROKER_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1",
-                   "fault.hooks.enable": "true"}
+                   "transaction.state.log.num.partitions": "1", "fault.hooks.enable": "true"}
 READY_TIMEOUT_S = 30.0
 WAIT_TIMEOUT_S = 30.0
 REQUEST_TIMEOUT_S = 10.0

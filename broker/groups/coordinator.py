@@ -17,8 +17,9 @@ Rules:
   loading gets COORDINATOR_LOAD_IN_PROGRESS, which clients retry.
 - Durability: every commit, group metadata change and deletion is appended to the group's `__consumer_offsets`
   partition (formats in `broker/groups/records.py`) and replicated before it is answered; loading replays the
-  partitions, so offsets and groups survive a restart. Commits apply in memory after their append; deletions
-  apply first (DeleteGroups marks the group Dead while its tombstones are written, so nobody joins it).
+  partitions, so offsets and groups survive a restart. Commits apply in memory after their append (transactional
+  ones are pending from its start, so an abort meanwhile drops them); deletions apply first (DeleteGroups marks
+  the group Dead while its tombstones are written, so nobody joins it).
   Writes that no request waits for (a group turned empty, a deleted topic, expiry) run as tracked tasks.
 - KIP-232, by deleting a topic's offsets when the topic is deleted: each offset remembers the id of its topic
   (from the metadata when committed or loaded); a RemoveTopicRecord tombstones every offset with that id, and
@@ -27,7 +28,14 @@ Rules:
 - Offsets expire per `offsets.retention.minutes` (KIP-211): in an empty group, that long after the group
   became empty; in a simple group (commits only), after the commit; in a consumer group, for topics no
   member subscribes to. A group left with neither members nor offsets is removed with a tombstone.
-- No transactions here, so no offset is ever pending: `require_stable` never meets UNSTABLE_OFFSET_COMMIT.
+- Transactions (KIP-98): a TxnOffsetCommit appends its offsets in one transactional batch of the producer, and
+  they stay pending per (group, producer id) until the producer's marker on the group's partition: `complete_txn`,
+  which the broker calls once the marker is replicated, and loading at the marker alike. A commit makes them
+  committed unless a plain commit of that partition was appended after them (log offsets order them, as Kafka's
+  CommitRecordMetadataAndOffset); an abort drops them. OffsetFetch never shows a pending offset, and with
+  `require_stable` answers UNSTABLE_OFFSET_COMMIT for its partition. Pending offsets keep their group from being
+  removed as empty and never expire; deleting an offset (OffsetDelete, a deleted topic, DeleteGroups) deletes the
+  pending ones with it, and loading does the same at its tombstone, so nothing comes back after a restart.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from epoch_broker.broker.groups import records
-from epoch_broker.broker.groups.group import CommittedOffset, Group, GroupState, Member
+from epoch_broker.broker.groups.group import CommittedOffset, Group, GroupState, Member, OffsetKey
 from epoch_broker.broker.metadata.records import RemoveTopicRecord
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.records import build_batch
@@ -143,6 +151,8 @@ class GroupCoordinator:
         self._tasks: set[asyncio.Task] = set()
         self._loading: dict[int, asyncio.Task] = {}  # partitions being replayed (COORDINATOR_LOAD_IN_PROGRESS)
         self._load_batch: _LoadBatch | None = None  # the loads running together: one INFO line when all are done
+        # (partition, producer id) -> the groups there with the producer's pending offsets, for `complete_txn`
+        self._txn_groups: dict[tuple[int, int], set[str]] = {}
 
     def now_ms(self) -> int:
         """The broker's wall clock (fault.clock.offset.ms moves it): commit and group-state times, expiry."""
@@ -229,46 +239,63 @@ class GroupCoordinator:
         """Replay one `__consumer_offsets` partition into groups (later records win, tombstones delete).
         Returns (records read, groups loaded), or None if leadership moved meanwhile (nothing loaded).
 
+        A transactional offset is pending until its producer's marker in the partition commits or drops it, as
+        `complete_txn` does live; one still pending at the end waits for the marker to come.
+
         Yields to the event loop every LOAD_YIELD_RECORDS records, so a large partition does not stall the
         broker; the groups appear at once at the end (no await in between), when the partition becomes owned.
         """
         metadata: dict[str, Any] = {}
-        offsets: dict[str, dict[tuple[str, int], tuple[Any, str]]] = {}
+        loaded: dict[str, Group] = {}  # the groups' offsets, committed and pending
+        open_txns: dict[int, set[str]] = {}  # producer id -> groups with its pending offsets
         count = 0
-        for _, key_bytes, value_bytes in self.broker.replica_manager.read_internal(OFFSETS_TOPIC, partition, 0):
+        for record in self.broker.replica_manager.read_internal(OFFSETS_TOPIC, partition, 0):
+            if record.marker is not None:
+                for group_id in open_txns.pop(record.producer_id, ()):
+                    loaded[group_id].complete_txn(record.producer_id, record.marker.commit)
+                continue
             count += 1
             if count % LOAD_YIELD_RECORDS == 0:
                 await asyncio.sleep(0)
-            key = records.decode_key(key_bytes)
+            key = records.decode_key(record.key)
             if isinstance(key, records.GroupKey):
-                metadata[key.group] = None if value_bytes is None else records.decode_group_value(value_bytes)
+                metadata[key.group] = None if record.value is None else records.decode_group_value(record.value)
                 continue
-            group_offsets = offsets.setdefault(key.group, {})
-            if value_bytes is None:
-                group_offsets.pop((key.topic, key.partition), None)
+            group = loaded.get(key.group)
+            if group is None:
+                group = loaded[key.group] = Group(key.group, partition)
+            if record.value is None:  # never transactional: deletions are written outside transactions
+                group.drop_offsets([(key.topic, key.partition)])
+                continue
+            value = records.decode_offset_value(record.value)
+            committed = CommittedOffset(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
+                                        log_offset=record.offset)
+            if record.transactional:
+                group.stage_txn_offsets(record.producer_id, [((key.topic, key.partition), committed)])
+                open_txns.setdefault(record.producer_id, set()).add(key.group)
             else:
-                group_offsets[(key.topic, key.partition)] = (records.decode_offset_value(value_bytes), key.topic)
+                group.store_offset((key.topic, key.partition), committed)
         if not self._leads(partition):  # leadership moved (or the topic went) while loading
             return None
-        for group_id in metadata.keys() | offsets.keys():
+        for group_id in metadata.keys() | loaded.keys():
             value = metadata.get(group_id)
-            # Topic ids from the metadata as it is now, after the last await (a topic deleted meanwhile counts).
-            group_offsets = {
-                k: CommittedOffset(v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, self._topic_id(topic))
-                for k, (v, topic) in offsets.get(group_id, {}).items()
-            }
-            if value is None and not group_offsets:
+            group = loaded.get(group_id) or Group(group_id, partition)
+            if value is None and not group.has_offsets():
                 continue
-            group = Group(group_id, partition, offsets=group_offsets)
             if value is not None:
                 self._restore(group, value)
+            # Topic ids from the metadata as it is now, after the last await (a topic deleted meanwhile counts).
+            for (topic, _), committed in group.all_offsets():
+                committed.topic_id = self._topic_id(topic)
             self.groups[group_id] = group
+            for producer_id in group.pending_txn_offsets:
+                self._track_txn(group, producer_id)
             # Offsets of a topic that is gone (its deletion's tombstones were lost in a crash).
-            self._spawn(self._delete_offsets(group, [k for k, c in group_offsets.items() if c.topic_id is None]))
+            self._spawn(self._delete_offsets(group, [k for k, c in group.all_offsets() if c.topic_id is None]))
         self.owned.add(partition)
-        loaded = sum(1 for g in self.groups.values() if g.partition == partition)
-        log.debug("loaded __consumer_offsets-%d: %d records, %d groups", partition, count, loaded)
-        return count, loaded
+        loaded_count = sum(1 for g in self.groups.values() if g.partition == partition)
+        log.debug("loaded __consumer_offsets-%d: %d records, %d groups", partition, count, loaded_count)
+        return count, loaded_count
 
     def _restore(self, group: Group, value: Any) -> None:
         """A group as its last metadata record left it: Stable with its members (who keep heartbeating
@@ -302,6 +329,8 @@ class GroupCoordinator:
                 _resolve(member.join_waiter, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
                 _resolve(member.sync_waiter, SyncResult(ErrorCode.NOT_COORDINATOR))
             del self.groups[group.group_id]
+        for key in [k for k in self._txn_groups if k[0] == partition]:
+            del self._txn_groups[key]
 
     # -- broker seams ---------------------------------------------------------------------------------------
 
@@ -323,7 +352,7 @@ class GroupCoordinator:
         deleted = {r.topic_id for r in metadata_records if isinstance(r, RemoveTopicRecord)}
         if deleted:
             for group in list(self.groups.values()):
-                self._spawn(self._delete_offsets(group, [k for k, c in group.offsets.items() if c.topic_id in deleted]))
+                self._spawn(self._delete_offsets(group, [k for k, c in group.all_offsets() if c.topic_id in deleted]))
 
     def coordinator_error(self, group_id: str) -> ErrorCode:
         partition = partition_for(group_id, self.num_partitions)
@@ -350,9 +379,12 @@ class GroupCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
         return (ErrorCode.NONE, state.leader, *registration.endpoint(listener))
 
-    def _append(self, partition: int, entries: list[tuple[bytes, bytes | None]]) -> asyncio.Future[Any]:
-        """Append records (key, value or None for a tombstone) atomically, in one batch; the future completes once
-        they are replicated, or raises KafkaError.
+    def _append(self, partition: int, entries: list[tuple[bytes, bytes | None]],
+                producer: tuple[int, int] | None = None) -> asyncio.Future[Any]:
+        """Append records (key, value or None for a tombstone) atomically, in one batch; the future completes with
+        its base offset once they are replicated, or raises KafkaError. With a `producer` (id, epoch), the batch is
+        that producer's transactional batch, without a sequence, as Kafka writes a TxnOffsetCommit (the partition
+        refuses a stale epoch with INVALID_PRODUCER_EPOCH).
 
         The append is started here, as a task: `append_internal` appends in its first step and tasks start in
         creation order, so records land in the order of these calls, whoever awaits them (a write nobody waits
@@ -364,7 +396,9 @@ class GroupCoordinator:
             done.set_result(None)
             return done
         timestamp = self.now_ms()
-        batch = build_batch([(key, value, (), timestamp) for key, value in entries])
+        producer_id, producer_epoch = producer or (-1, -1)
+        batch = build_batch([(key, value, (), timestamp) for key, value in entries], producer_id=producer_id,
+                            producer_epoch=producer_epoch, is_transactional=producer is not None)
         task = loop.create_task(self.broker.replica_manager.append_internal(OFFSETS_TOPIC, partition, batch))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -783,18 +817,47 @@ class GroupCoordinator:
         group_instance_id: str | None,
         offsets: list[OffsetToCommit],
     ) -> list[ErrorCode]:
-        """One error per entry of `offsets`, in order."""
+        """OffsetCommit: one error per entry of `offsets`, in order."""
+        return await self._store_offsets(group_id, generation_id, member_id, group_instance_id, offsets, None)
+
+    async def commit_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: list[OffsetToCommit],
+    ) -> list[ErrorCode]:
+        """TxnOffsetCommit: one error per entry of `offsets`, in order. The offsets stay pending until the
+        producer's marker on the group's partition (`complete_txn`). The member and generation are checked only
+        when given (v3+, KIP-447: generation_id >= 0, a member id or a group instance id)."""
+        return await self._store_offsets(group_id, generation_id, member_id, group_instance_id, offsets,
+                                         (producer_id, producer_epoch))
+
+    async def _store_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: list[OffsetToCommit],
+        producer: tuple[int, int] | None,
+    ) -> list[ErrorCode]:
+        """Kafka's storeOffsets: plain commits when `producer` is None, else transactional ones of (id, epoch)."""
         try:
             await self.ensure_offsets_topic()
         except KafkaError:
             return [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(offsets)
-        error = self._commit_error(group_id, generation_id, member_id, group_instance_id)
+        error = self._commit_error(group_id, generation_id, member_id, group_instance_id,
+                                   transactional=producer is not None)
         if error is not ErrorCode.NONE:
             return [error] * len(offsets)
         group = self.groups[group_id]
         timestamp = self.now_ms()
         errors: list[ErrorCode] = []
-        accepted: list[tuple[tuple[str, int], CommittedOffset]] = []
+        accepted: list[tuple[OffsetKey, CommittedOffset]] = []
         for o in offsets:
             state = self.broker.metadata.partition(o.topic, o.partition)
             if state is None:
@@ -805,53 +868,83 @@ class GroupCoordinator:
                 errors.append(ErrorCode.NONE)
                 committed = CommittedOffset(o.offset, o.leader_epoch, o.metadata or "", timestamp, state.topic_id)
                 accepted.append(((o.topic, o.partition), committed))
-        if accepted:
-            entries = [(records.offset_key(group_id, topic, partition),
-                        records.offset_value(c.offset, c.leader_epoch, c.metadata, c.commit_timestamp))
-                       for (topic, partition), c in accepted]
-            try:
-                await self._append(group.partition, entries)
-            except KafkaError as exc:
-                log.warning("committing offsets of group %s failed: %s", group_id, exc)
-                return [exc.code if e is ErrorCode.NONE else e for e in errors]
-            group.offsets.update(accepted)
+        if not accepted:
+            return errors
+        entries = [(records.offset_key(group_id, topic, partition),
+                    records.offset_value(c.offset, c.leader_epoch, c.metadata, c.commit_timestamp))
+                   for (topic, partition), c in accepted]
+        if producer is not None:
+            # Pending from the start of the append, as in Kafka: an abort marker written meanwhile drops them.
+            replaced = group.stage_txn_offsets(producer[0], accepted)
+            self._track_txn(group, producer[0])
+        try:
+            base_offset = await self._append(group.partition, entries, producer)
+        except KafkaError as exc:
+            log.warning("committing offsets of group %s failed: %s", group_id, exc)
+            if producer is not None:
+                group.unstage_txn_offsets(producer[0], accepted, replaced)
+            return [exc.code if e is ErrorCode.NONE else e for e in errors]
+        for key, committed in accepted:
+            committed.log_offset = base_offset
+            if producer is None:
+                group.store_offset(key, committed)
         return errors
 
     def _commit_error(
-        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None, *,
+        transactional: bool,
     ) -> ErrorCode:
+        """The checks of an OffsetCommit or a TxnOffsetCommit (Kafka's validateOffsetCommit); a group that does not
+        exist yet is created empty (simple consumers and transactional producers keep offsets in such groups)."""
+        if transactional and not group_id:  # OffsetCommit still takes the empty group id, as in Kafka
+            return ErrorCode.INVALID_GROUP_ID
         error = self.coordinator_error(group_id)
         if error is not ErrorCode.NONE:
             return error
         group = self.groups.get(group_id)
         if group is None:
-            if generation_id >= 0:  # a generation of a group that is gone here
+            if generation_id >= 0 and not transactional:  # a generation of a group that is gone here
                 return ErrorCode.ILLEGAL_GENERATION
-            # A simple consumer (assign + commit) keeps its offsets in a group without members.
-            self.groups[group_id] = Group(group_id, partition_for(group_id, self.num_partitions),
-                                          state_timestamp=self.now_ms())
-            return ErrorCode.NONE
+            group = self.groups[group_id] = Group(group_id, partition_for(group_id, self.num_partitions),
+                                                  state_timestamp=self.now_ms())
         if group.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.is_fenced(member_id, group_instance_id):
             return ErrorCode.FENCED_INSTANCE_ID
         if generation_id < 0 and group.state is GroupState.EMPTY:
             return ErrorCode.NONE
+        if transactional and generation_id < 0 and not member_id and group_instance_id is None:
+            return ErrorCode.NONE  # TxnOffsetCommit before v3 names no member: nothing to fence
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
+        if transactional:  # as Kafka: a producer's commit neither waits for a rebalance nor keeps the member alive
+            return ErrorCode.NONE
         if group.state is GroupState.COMPLETING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS
         # Stable, or PreparingRebalance: a member may commit in its revocation callback before rejoining.
         self._arm_session(group, member)
         return ErrorCode.NONE
 
+    def _track_txn(self, group: Group, producer_id: int) -> None:
+        self._txn_groups.setdefault((group.partition, producer_id), set()).add(group.group_id)
+
+    def complete_txn(self, producer_id: int, partition: int, commit: bool) -> None:
+        """A commit (`commit`) or abort marker of `producer_id` is appended and replicated on
+        `__consumer_offsets-<partition>`: the producer's pending offsets in that partition's groups become
+        committed, or are dropped. Every transaction that ran a TxnOffsetCommit here ends with such a marker."""
+        for group_id in self._txn_groups.pop((partition, producer_id), ()):
+            group = self.groups.get(group_id)
+            if group is not None:  # not deleted meanwhile
+                group.complete_txn(producer_id, commit)
+
     def fetch_offsets(
-        self, group_id: str, topics: list[tuple[str, list[int]]] | None
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
     ) -> tuple[ErrorCode, list[FetchedOffset]]:
-        """Committed offsets of the given partitions (all the group's when `topics` is None)."""
+        """Committed offsets of the given partitions (all the group's when `topics` is None); with
+        `require_stable`, a partition with a pending transactional offset answers UNSTABLE_OFFSET_COMMIT."""
         error = self.coordinator_error(group_id)
         if error is not ErrorCode.NONE:
             return error, []
@@ -864,16 +957,18 @@ class GroupCoordinator:
         answer = []
         for topic, partition in wanted:
             c = committed.get((topic, partition))
-            if c is None:
+            if require_stable and group is not None and group.has_pending_offset((topic, partition)):
+                answer.append(FetchedOffset(topic, partition, NO_OFFSET, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT))
+            elif c is None:
                 answer.append(FetchedOffset(topic, partition, NO_OFFSET, -1, ""))
             else:
                 answer.append(FetchedOffset(topic, partition, c.offset, c.leader_epoch, c.metadata))
         return ErrorCode.NONE, answer
 
-    def _delete_offsets(self, group: Group, keys: Iterable[tuple[str, int]]) -> asyncio.Future[Any]:
-        """Drop offsets, with their tombstones (deleted topic, OffsetDelete, expiry)."""
-        keys = [k for k in keys if group.offsets.pop(k, None) is not None]
-        return self._append(group.partition, [(records.offset_key(group.group_id, t, p), None) for t, p in keys])
+    def _delete_offsets(self, group: Group, keys: Iterable[OffsetKey]) -> asyncio.Future[Any]:
+        """Drop offsets, committed and pending, with their tombstones (deleted topic, OffsetDelete, expiry)."""
+        dropped = group.drop_offsets(keys)
+        return self._append(group.partition, [(records.offset_key(group.group_id, t, p), None) for t, p in dropped])
 
     async def delete_offsets(
         self, group_id: str, partitions: list[tuple[str, int]]
@@ -921,11 +1016,11 @@ class GroupCoordinator:
         return ErrorCode.NONE
 
     async def _remove_group(self, group: Group) -> None:
-        """Tombstone the group and all its offsets, then forget it. Dead while the tombstones are written, so
-        no member joins it and no offset is committed to it meanwhile; Empty again if they cannot be."""
-        entries: list[tuple[bytes, bytes | None]] = [
-            (records.offset_key(group.group_id, t, p), None) for t, p in group.offsets
-        ]
+        """Tombstone the group and all its offsets (pending ones too), then forget it. Dead while the tombstones
+        are written, so no member joins it and no offset is committed to it meanwhile; Empty again if they cannot
+        be."""
+        keys = list(dict.fromkeys(key for key, _ in group.all_offsets()))
+        entries: list[tuple[bytes, bytes | None]] = [(records.offset_key(group.group_id, t, p), None) for t, p in keys]
         entries.append((records.group_key(group.group_id), None))
         group.transition(GroupState.DEAD, self.now_ms())
         try:
@@ -933,7 +1028,7 @@ class GroupCoordinator:
         except KafkaError:
             group.transition(GroupState.EMPTY, self.now_ms())
             raise
-        group.offsets.clear()
+        group.drop_offsets(keys)
         self.groups.pop(group.group_id, None)
         log.info("group %s removed", group.group_id)
 
@@ -958,9 +1053,11 @@ class GroupCoordinator:
                            if k[0] not in subscribed and c.commit_timestamp <= deadline]
             else:
                 continue
+            # A transaction's pending offset may still replace it; its tombstone would drop that one too.
+            expired = [k for k in expired if not group.has_pending_offset(k)]
             try:
                 await self._delete_offsets(group, expired)
-                if group.state is GroupState.EMPTY and not group.offsets and not group.pending_members:
+                if group.state is GroupState.EMPTY and not group.has_offsets() and not group.pending_members:
                     await self._remove_group(group)
             except KafkaError as exc:
                 log.warning("expiring offsets of group %s failed: %s", group.group_id, exc)

@@ -1,4 +1,4 @@
-"""One classic consumer group: members, generation, protocol, state and committed offsets.
+"""One classic consumer group: members, generation, protocol, state, committed and pending offsets.
 
 State machine (Kafka's GroupMetadata):
 
@@ -12,6 +12,9 @@ Rules:
 - The generation rises each time a join phase completes; the first generation a client sees is 1
   (aiokafka sends LeaveGroup only when generation > 0).
 - The protocol is the one every member supports with the most first-choice votes, as Kafka selects it.
+- A transactional offset (TxnOffsetCommit) stays pending per producer id until its transaction's marker: the commit
+  makes it committed unless the committed one of that partition was appended after it (Kafka's
+  CommitRecordMetadataAndOffset order), the abort drops it. Deleting an offset deletes the pending ones too.
 - Pure bookkeeping: the coordinator owns timers, futures and persistence; this module only decides.
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -66,6 +70,11 @@ class CommittedOffset:
     # The topic's id when committed (KIP-232): a re-created topic has a new id and the offset is void.
     # None for offsets loaded from the log (the record format has no topic id); bound on first use.
     topic_id: bytes | None = None
+    # Where its record's batch is in `__consumer_offsets` (-1 while being appended): the later commit wins.
+    log_offset: int = -1
+
+
+OffsetKey = tuple[str, int]  # (topic, partition)
 
 
 @dataclass(eq=False)
@@ -82,7 +91,9 @@ class Group:
     static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id
     # Members told MEMBER_ID_REQUIRED (JoinGroup v4+), with the timer that forgets them.
     pending_members: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
-    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    offsets: dict[OffsetKey, CommittedOffset] = field(default_factory=dict)
+    # Transactional offsets by producer id, until the transaction's marker (never an empty inner dict).
+    pending_txn_offsets: dict[int, dict[OffsetKey, CommittedOffset]] = field(default_factory=dict)
     join_timer: asyncio.TimerHandle | None = None
     # While an empty group's first join phase is held open (group.initial.rebalance.delay.ms): how much of
     # the rebalance timeout is left to extend it while new members keep arriving. None otherwise.
@@ -173,3 +184,69 @@ class Group:
                 return None
             topics.update(found)
         return topics
+
+    # -- offsets ------------------------------------------------------------------------------------------
+
+    def store_offset(self, key: OffsetKey, committed: CommittedOffset) -> None:
+        """Commit an offset unless the one committed was appended after it: a transaction's offsets commit at
+        its marker, after plain commits that may be newer."""
+        current = self.offsets.get(key)
+        if current is None or current.log_offset < committed.log_offset:
+            self.offsets[key] = committed
+
+    def stage_txn_offsets(self, producer_id: int,
+                          offsets: list[tuple[OffsetKey, CommittedOffset]]) -> dict[OffsetKey, CommittedOffset]:
+        """Transactional offsets are pending from their append until `complete_txn`. Returns the pending ones of
+        the producer they replace, for `unstage_txn_offsets`."""
+        staged = self.pending_txn_offsets.setdefault(producer_id, {})
+        replaced = {key: staged[key] for key, _ in offsets if key in staged}
+        staged.update(offsets)
+        return replaced
+
+    def unstage_txn_offsets(self, producer_id: int, offsets: list[tuple[OffsetKey, CommittedOffset]],
+                            replaced: dict[OffsetKey, CommittedOffset]) -> None:
+        """Their append failed (a zombie's stale producer epoch, say): those still pending give way to the ones
+        they replaced."""
+        staged = self.pending_txn_offsets.get(producer_id, {})
+        for key, committed in offsets:
+            if staged.get(key) is committed:
+                if key in replaced:
+                    staged[key] = replaced[key]
+                else:
+                    del staged[key]
+        if not staged:
+            self.pending_txn_offsets.pop(producer_id, None)
+
+    def complete_txn(self, producer_id: int, commit: bool) -> None:
+        """The producer's transaction ended: its pending offsets are committed, or dropped on abort."""
+        staged = self.pending_txn_offsets.pop(producer_id, {})
+        if commit:
+            for key, committed in staged.items():
+                self.store_offset(key, committed)
+
+    def has_pending_offset(self, key: OffsetKey) -> bool:
+        return any(key in staged for staged in self.pending_txn_offsets.values())
+
+    def has_offsets(self) -> bool:
+        """Committed or pending: a group with either is not removed as empty."""
+        return bool(self.offsets or self.pending_txn_offsets)
+
+    def all_offsets(self) -> Iterator[tuple[OffsetKey, CommittedOffset]]:
+        """Committed, then pending offsets (a partition may come more than once)."""
+        yield from self.offsets.items()
+        for staged in self.pending_txn_offsets.values():
+            yield from staged.items()
+
+    def drop_offsets(self, keys: Iterable[OffsetKey]) -> list[OffsetKey]:
+        """Forget the committed and pending offsets of these partitions; returns those that had any."""
+        dropped = []
+        for key in keys:
+            found = self.offsets.pop(key, None) is not None
+            for producer_id, staged in list(self.pending_txn_offsets.items()):
+                if staged.pop(key, None) is not None:
+                    found = True
+                    if not staged:
+                        del self.pending_txn_offsets[producer_id]
+            if found:
+                dropped.append(key)
+        return dropped

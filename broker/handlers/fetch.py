@@ -7,11 +7,12 @@ CLUSTER_AUTHORIZATION_FAILED (top level and every partition; Kafka answers TOPIC
 partition: the cluster error names what is missing, the brokers' principal). Then per partition,
 `Partition.fetch_records` decides: the KIP-320 check of current_leader_epoch (-1 skips; lower FENCED_LEADER_EPOCH,
 higher UNKNOWN_LEADER_EPOCH), then NOT_LEADER_OR_FOLLOWER off the leader; OFFSET_OUT_OF_RANGE outside [log start,
-log end]. Consumers read up to the high watermark (read_committed: up to the last stable offset, which is the high
-watermark here: no transactions), followers (replica id >= 0) up to the log end. A follower fetch that passes the
-epoch check records the follower's log end and caught-up time, once per request (the high watermark;
-`ReplicaManager.fetch` adds it to the ISR when eligible); under `fault.high.watermark.held` it is answered with the
-high watermark frozen where the hold began (clients still see the real one).
+log end]. Consumers read up to the high watermark (read_committed: up to the last stable offset, with the aborted
+transactions overlapping the records sent, each as (producer id, first offset)), followers (replica id >= 0) up to
+the log end. A follower fetch that passes the epoch check records the follower's log end and caught-up time, once
+per request (the high watermark; `ReplicaManager.fetch` adds it to the ISR when eligible); under
+`fault.high.watermark.held` it is answered with the high watermark frozen where the hold began (clients still see
+the real one).
 Records go out as file ranges (sendfile), never decoded. Sizes: partition_max_bytes per partition and
 max_bytes for the response, except that the first batch of the first partition with data is always whole
 (KIP-74). Long poll: until min_bytes are there or
@@ -23,7 +24,7 @@ records (KIP-320; decided by the Partition). v12+ leader errors carry current_le
 Fetch sessions: the broker never creates one (it answers session_id 0, as Kafka does when its session cache
 is full), so clients stay on full, sessionless fetches; a request naming a session gets
 FETCH_SESSION_ID_NOT_FOUND, a non-initial epoch without one INVALID_FETCH_SESSION_EPOCH.
-Skipped: preferred read replicas (KIP-392), aborted transactions, rack awareness.
+Skipped: preferred read replicas (KIP-392), rack awareness.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ PartitionData = fetch.RESPONSE.PartitionData
 EpochEndOffset = fetch.RESPONSE.EpochEndOffset
 LeaderIdAndEpoch = fetch.RESPONSE.LeaderIdAndEpoch
 NodeEndpoint = fetch.RESPONSE.NodeEndpoint
+AbortedTransaction = fetch.RESPONSE.AbortedTransaction
 
 READ_COMMITTED = 1
 _LEADER_HINT_ERRORS = frozenset(
@@ -100,7 +102,8 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
     first_read = True  # a follower's fetch offset is recorded on the first read only
     while True:
-        total, failed = _read_all(entries, request.max_bytes, replica_id, first_read, replicas)
+        total, failed = _read_all(entries, request.max_bytes, replica_id, first_read, replicas,
+                                  request.isolation_level == READ_COMMITTED)
         first_read = False
         remaining = deadline - loop.time()
         if total >= request.min_bytes or failed or remaining <= 0 or replicas.stopping:
@@ -125,7 +128,7 @@ def _name(broker: BrokerServices, topic: Any, by_id: bool) -> str | None:
 
 
 def _read_all(entries: list, response_max_bytes: int, replica_id: int, record_follower_fetch: bool,
-              replicas: ReplicaManager) -> tuple[int, bool]:
+              replicas: ReplicaManager, read_committed: bool) -> tuple[int, bool]:
     """Fill every partition response; returns (record bytes, whether any partition has an error)."""
     total = 0
     failed = False
@@ -134,7 +137,7 @@ def _read_all(entries: list, response_max_bytes: int, replica_id: int, record_fo
             result = replicas.fetch(partition, wanted.fetch_offset, wanted.current_leader_epoch,
                                     wanted.last_fetched_epoch, replica_id,
                                     min(wanted.partition_max_bytes, max(response_max_bytes - total, 0)), total == 0,
-                                    record_follower_fetch)
+                                    record_follower_fetch, read_committed)
             _fill(response, result, partition)
         total += len(response.records)
         failed = failed or response.error_code != ErrorCode.NONE
@@ -148,8 +151,12 @@ def _fill(response: Any, result: FetchResult, partition: Partition) -> None:
     if result.log_start_offset < 0:
         return  # refused before reading: the rest stays at its defaults
     response.log_start_offset = result.log_start_offset
-    response.high_watermark = response.last_stable_offset = result.high_watermark
+    response.high_watermark = result.high_watermark
+    response.last_stable_offset = result.last_stable_offset
     response.records = result.records
+    if result.aborted_transactions:
+        response.aborted_transactions = [AbortedTransaction(producer_id=txn.producer_id, first_offset=txn.first_offset)
+                                         for txn in result.aborted_transactions]
     if result.diverging_epoch is not None:
         response.diverging_epoch = EpochEndOffset(epoch=result.diverging_epoch[0], end_offset=result.diverging_epoch[1])
 

@@ -1,19 +1,18 @@
-"""FindCoordinator · v0-6 · where a group's coordinator is.
+"""FindCoordinator · v0-6 · where a group's or a transactional id's coordinator is.
 
 Behaviour: for key type 0 (group) a key needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED, and nothing is
 created for it); the coordinator is the leader of the group's `__consumer_offsets` partition,
 `abs(java hashCode(group_id)) % offsets.topic.num.partitions`, so it moves with leadership. The first group key
 allowed creates `__consumer_offsets` (lazily, as Kafka does); if that fails the answer is
-COORDINATOR_NOT_AVAILABLE. v0-3 ask for one key; v4+ batch `coordinator_keys` and answer one entry per key.
-Skipped: key type 1 (transaction): there is no transaction coordinator, so it answers
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED with the message TRANSACTIONS_UNSUPPORTED: the one answer clients treat
-as fatal at once (librdkafka's init_transactions() fails with the message; COORDINATOR_NOT_AVAILABLE would
-keep them retrying until their timeout). Other key types get INVALID_REQUEST.
+COORDINATOR_NOT_AVAILABLE. Key type 1 (transaction) alike: DESCRIBE on the transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED), the leader of its `__transaction_state` partition
+(transaction.state.log.num.partitions), the topic made by the first key allowed. v0-3 ask for one key; v4+ batch
+`coordinator_keys` and answer one entry per key.
+Skipped: other key types (KIP-848's share groups) get INVALID_REQUEST.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
@@ -25,19 +24,15 @@ from epoch_broker.protocol.messages import find_coordinator as messages
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-TRANSACTIONS_UNSUPPORTED = "epoch-broker does not support transactions yet (no transaction coordinator)"
+TXN_TOPIC = "__transaction_state"  # as broker.transactions.coordinator, imported only when first asked for
 NOT_FOUND = (-1, "", -1)  # node id, host, port
 
 Location = tuple[ErrorCode, int, str, int]  # error, node id, host, port
-log = logging.getLogger(__name__)
 
 
 async def _locate_all(context: RequestContext[BrokerServices], key_type: int, keys: list[str]) -> list[Location]:
     if key_type == KEY_TYPE_TRANSACTION:
-        log.warning("FindCoordinator from client %s at %s: transactional id %s refused with "
-                    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no transaction coordinator)", context.client_id,
-                    context.peer, ", ".join(map(repr, keys)))
-        return [(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, *NOT_FOUND)] * len(keys)
+        return await _locate_transactional_ids(context, keys)
     if key_type != KEY_TYPE_GROUP:
         return [(ErrorCode.INVALID_REQUEST, *NOT_FOUND)] * len(keys)
     visible = authorized_names(context, AclOperation.DESCRIBE, ResourceType.GROUP, keys)
@@ -49,8 +44,36 @@ async def _locate_all(context: RequestContext[BrokerServices], key_type: int, ke
             for key in keys]
 
 
-def _message(key_type: int, error: ErrorCode) -> str | None:
-    return TRANSACTIONS_UNSUPPORTED if key_type == KEY_TYPE_TRANSACTION and error != ErrorCode.NONE else None
+async def _locate_transactional_ids(context: RequestContext[BrokerServices], keys: list[str]) -> list[Location]:
+    visible = authorized_names(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, keys)
+    transactions = context.services.transaction_coordinator
+    available = False
+    if visible:
+        try:
+            await transactions.ensure_topic()
+            available = True
+        except KafkaError:
+            pass
+    return [(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, *NOT_FOUND) if key not in visible
+            else leader_location(context, TXN_TOPIC, transactions.partition_for(key)) if available
+            else (ErrorCode.COORDINATOR_NOT_AVAILABLE, *NOT_FOUND)
+            for key in keys]
+
+
+def leader_location(context: RequestContext[BrokerServices], topic: str, partition: int) -> Location:
+    """(error, node id, host, port) of the leader of `topic`-`partition`, as clients of this listener reach it."""
+    services = context.services
+    state = services.metadata.partition(topic, partition)
+    if state is None or state.leader < 0:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, *NOT_FOUND
+    if state.leader == services.node_id:
+        config = services.config
+        endpoint = config.advertised_endpoints().get(context.listener, config.advertised)
+        return ErrorCode.NONE, services.node_id, endpoint.host, endpoint.port
+    registration = services.metadata.brokers.get(state.leader)
+    if registration is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, *NOT_FOUND
+    return (ErrorCode.NONE, state.leader, *registration.endpoint(context.listener))
 
 
 async def _ensure_offsets_topic(context: RequestContext[BrokerServices]) -> ErrorCode:
@@ -70,11 +93,9 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if batched:
         for key, (error, node_id, host, port) in zip(keys, located, strict=True):
             response.coordinators.append(messages.RESPONSE.Coordinator(
-                key=key, node_id=node_id, host=host, port=port, error_code=error,
-                error_message=_message(request.key_type, error)))
+                key=key, node_id=node_id, host=host, port=port, error_code=error))
         return response
     ((error, node_id, host, port),) = located
     response.error_code = error
-    response.error_message = _message(request.key_type, error)
     response.node_id, response.host, response.port = node_id, host, port
     return response

@@ -3,14 +3,14 @@
 Behaviour: needs DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, offset and timestamp
 -1), whoever asks. The rest is decided by `Partition.fetch_offset_for_timestamp`: on the leader, after the
 KIP-320 check of current_leader_epoch (v4+). -2 answers the log start offset, -1 the high watermark for a
-consumer (replica_id -1; read_uncommitted and read_committed alike: no transactions) and the log end for anyone
-else, -3 (v7+) the offset of the record with the largest timestamp, a timestamp the first offset whose record
+consumer (replica_id -1; with isolation_level 1, read_committed, v2+: the last stable offset) and the log end for
+anyone else, -3 (v7+) the offset of the record with the largest timestamp, a timestamp the first offset whose record
 time is at or after it (none: offset -1). The answer carries the leader epoch of the returned offset (v4+).
 Kafka's debugging replica id (-2) is answered by followers too (after the epoch check), with their own log.
 KIP-207: until the high watermark of a newly elected leader reaches the log end it had when elected,
 consumers get OFFSET_NOT_AVAILABLE (v5+) or LEADER_NOT_AVAILABLE (older); replicas (replica_id >= 0) and
 debugging requests are answered, and so is every request for a topic with unclean.leader.election.enable.
-Skipped: v0 (several offsets per partition), isolation level (no transactions).
+Skipped: v0 (several offsets per partition).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from epoch_broker.protocol.messages import list_offsets
 Response = list_offsets.RESPONSE.cls
 TopicResponse = list_offsets.RESPONSE.ListOffsetsTopicResponse
 PartitionResponse = list_offsets.RESPONSE.ListOffsetsPartitionResponse
+READ_COMMITTED = 1
 
 
 @handles(list_offsets.API, "1-9")
@@ -47,15 +48,17 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
             elif partition is None:
                 answer.error_code = replicas.lookup_error(topic.name, wanted.partition_index)
             else:
-                _answer(answer, partition, wanted, request.replica_id, context.api_version)
+                _answer(answer, partition, wanted, request.replica_id, context.api_version,
+                        request.isolation_level == READ_COMMITTED)
             partitions.append(answer)
         topics.append(TopicResponse(name=topic.name, partitions=partitions))
     return Response(topics=topics)
 
 
-def _answer(answer: Any, partition: Partition, wanted: Any, replica_id: int, version: int) -> None:
+def _answer(answer: Any, partition: Partition, wanted: Any, replica_id: int, version: int,
+            read_committed: bool) -> None:
     result = partition.fetch_offset_for_timestamp(wanted.timestamp, wanted.current_leader_epoch, replica_id,
-                                                  max_timestamp_supported=version >= 7)
+                                                  max_timestamp_supported=version >= 7, read_committed=read_committed)
     if result.error == ErrorCode.OFFSET_NOT_AVAILABLE and version < 5:
         answer.error_code = ErrorCode.LEADER_NOT_AVAILABLE  # KIP-207's code is v5+
     else:

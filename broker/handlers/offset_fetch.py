@@ -4,11 +4,12 @@ Behaviour: needs DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED, nothing
 named that the principal may not describe answers TOPIC_AUTHORIZATION_FAILED for its partitions (offset -1), and
 asking for every offset of the group leaves such topics out. A partition without a committed offset answers offset
 -1. A null topic list (v2+) asks for every offset of the group. Deleting a topic deletes its offsets, so a
-re-created topic starts without any (KIP-232; see `broker/groups/coordinator.py`).
+re-created topic starts without any (KIP-232; see `broker/groups/coordinator.py`). An offset committed in a
+transaction not yet ended is not shown (the last committed one is); with require_stable, its partition answers
+UNSTABLE_OFFSET_COMMIT instead (the client retries), as Kafka does.
 Version notes: v1 has no group-level error, so coordinator errors go on every partition; v2-7 one group with
 a top-level error; committed_leader_epoch v5+; require_stable v7+; v8+ batch groups.
-Skipped: require_stable never waits, as there are no transactions (nothing is ever pending); member_id and
-member_epoch (v9, KIP-848 consumer groups) are not checked for classic groups, as in Kafka.
+Skipped: member_id and member_epoch (v9, KIP-848 consumer groups) are not checked for classic groups, as in Kafka.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def _topics(request_topics: Any) -> list[tuple[str, list[int]]] | None:
     return [(t.name, list(t.partition_indexes)) for t in request_topics]
 
 
-def _fetch(context: RequestContext[BrokerServices], group_id: str,
-           topics: list[tuple[str, list[int]]] | None) -> tuple[ErrorCode, list[Any]]:
+def _fetch(context: RequestContext[BrokerServices], group_id: str, topics: list[tuple[str, list[int]]] | None,
+           require_stable: bool) -> tuple[ErrorCode, list[Any]]:
     """The group's error and its offsets (coordinator.FetchedOffset) the principal may see."""
     from epoch_broker.broker.groups.coordinator import FetchedOffset  # imported on first group use, not at start
 
@@ -40,11 +41,11 @@ def _fetch(context: RequestContext[BrokerServices], group_id: str,
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     coordinator = context.services.group_coordinator
     if topics is None:
-        error, offsets = coordinator.fetch_offsets(group_id, None)
+        error, offsets = coordinator.fetch_offsets(group_id, None, require_stable)
         describable = authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC, (o.topic for o in offsets))
         return error, [o for o in offsets if o.topic in describable]
     describable = authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC, (name for name, _ in topics))
-    error, offsets = coordinator.fetch_offsets(group_id, [t for t in topics if t[0] in describable])
+    error, offsets = coordinator.fetch_offsets(group_id, [t for t in topics if t[0] in describable], require_stable)
     if error:
         return error, offsets
     return error, offsets + [FetchedOffset(name, p, -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -56,7 +57,7 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if context.api_version >= 8:
         response = R.cls()
         for g in request.groups:
-            error, offsets = _fetch(context, g.group_id, _topics(g.topics))
+            error, offsets = _fetch(context, g.group_id, _topics(g.topics), request.require_stable)
             by_topic: dict[str, list[Any]] = {}
             for o in offsets:
                 by_topic.setdefault(o.topic, []).append(R.OffsetFetchResponsePartitions(
@@ -70,7 +71,7 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         return response
 
     topics = _topics(request.topics)
-    error, offsets = _fetch(context, request.group_id, topics)
+    error, offsets = _fetch(context, request.group_id, topics, request.require_stable)
     by_topic = {}
     if error and context.api_version < 2:
         # v1 has nowhere else to say it: every requested partition carries the group's error.

@@ -13,11 +13,17 @@ the rest: each partition's batches are validated
 MESSAGE_TOO_LARGE), the idempotent producer's sequence checked (a duplicate is answered with the original
 offset; OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH), then offsets and the leader epoch are stamped
 into the request's own bytes and written. LogAppendTime topics answer the append time.
+Transactions: a request with a transactional_id needs WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every
+partition); its transactional batches open the producer's transaction in each partition (the last stable offset
+stays at their first offset until the coordinator's marker), and a producer with an open transaction writing
+outside it gets INVALID_TXN_STATE.
 Version notes: KIP-359 (project extension): the tagged PartitionProduceData.current_leader_epoch (tag 10000,
 v9+) is checked like Fetch's when >= 0: lower -> FENCED_LEADER_EPOCH, higher -> UNKNOWN_LEADER_EPOCH, and
 nothing is appended. v10 answers NOT_LEADER_OR_FOLLOWER and the epoch errors with the current leader and
 its endpoint (KIP-951).
-Skipped: transactions (transactional_id is not honoured), per-record errors (record_errors stays empty).
+Skipped: KIP-890's check that a transactional partition was added to the transaction (a producer that skips
+AddPartitionsToTxn opens a transaction the coordinator does not know: it stays open until the producer's next
+marker), per-record errors (record_errors stays empty).
 """
 
 from __future__ import annotations
@@ -49,13 +55,17 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     acks = request.acks
     writable = authorized_names(context, AclOperation.WRITE, ResourceType.TOPIC,
                                 (topic.name for topic in request.topic_data))
+    transaction_refused = request.transactional_id is not None and not context.authorized(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     results: list[tuple[str, list[tuple[int, Any, AppendResult]]]] = []
     for topic in request.topic_data:
         partition_results = []
         for data in topic.partition_data:
             # refused: no partition either, so no leader hint discloses the topic
             partition = replicas.get(topic.name, data.index) if topic.name in writable else None
-            if topic.name not in writable:
+            if transaction_refused:
+                result = AppendResult(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            elif topic.name not in writable:
                 result = AppendResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             elif acks not in (0, 1, -1):
                 result = AppendResult(ErrorCode.INVALID_REQUIRED_ACKS)

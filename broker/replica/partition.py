@@ -18,7 +18,11 @@ Rules:
   stamped and the batches written.
 - Fetch (`fetch_records`): the epoch check; with last_fetched_epoch (v12+), a fetcher whose history diverged
   from ours gets DivergingEpoch (where our history of that epoch ends) and no records; consumers read up to the
-  high watermark, followers up to the log end; a follower's fetch records its log end.
+  high watermark (read_committed: the last stable offset, with the aborted transactions of what they read),
+  followers up to the log end; a follower's fetch records its log end.
+- Transactions (KIP-98): a producer's data is judged by the producer state (sequence, epoch, INVALID_TXN_STATE
+  outside its open transaction); a coordinator's marker (`append_end_txn_marker`) is refused from an older
+  coordinator epoch (TRANSACTION_COORDINATOR_FENCED) or producer epoch (INVALID_PRODUCER_EPOCH).
 - KIP-207: the log end at the moment of becoming leader is kept; until the high watermark reaches it, offsets
   are not available to consumers (`fetch_offset_for_timestamp` answers OFFSET_NOT_AVAILABLE), unless the topic
   allows unclean elections (a truncated history is accepted there anyway).
@@ -43,15 +47,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from epoch_broker.broker import events
 from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.protocol.errors import ErrorCode, KafkaError, OffsetOutOfRange, UnsupportedForMessageFormat
-from epoch_broker.protocol.records import iter_batches
+from epoch_broker.protocol.records import EndTxnMarker, build_end_txn_marker, iter_batches
 from epoch_broker.storage.file_records import FileRecords
-from epoch_broker.storage.log import LogConfig, PartitionLog
+from epoch_broker.storage.log import AppendInfo, LogConfig, PartitionLog
 from epoch_broker.storage.producer_state import Verdict
+from epoch_broker.storage.transaction_index import AbortedTxn
 
 if TYPE_CHECKING:
     from epoch_broker.broker.metrics import ProcessMetrics
@@ -64,6 +69,8 @@ EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3  # ListOffsets' special timestamps
 _VERDICT_ERRORS = {
     Verdict.OUT_OF_ORDER_SEQUENCE: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     Verdict.INVALID_PRODUCER_EPOCH: ErrorCode.INVALID_PRODUCER_EPOCH,
+    Verdict.INVALID_TXN_STATE: ErrorCode.INVALID_TXN_STATE,
+    Verdict.COORDINATOR_FENCED: ErrorCode.TRANSACTION_COORDINATOR_FENCED,
 }
 
 
@@ -85,7 +92,9 @@ class FetchResult:
     error: ErrorCode = ErrorCode.NONE
     records: FileRecords | bytes = b""
     high_watermark: int = -1
+    last_stable_offset: int = -1
     log_start_offset: int = -1
+    aborted_transactions: list[AbortedTxn] | None = None  # read_committed: those overlapping the records
     diverging_epoch: tuple[int, int] | None = None
     follower_fetch_recorded: bool = False
 
@@ -98,6 +107,15 @@ class OffsetAnswer:
     offset: int = -1
     timestamp: int = -1
     leader_epoch: int = -1
+
+
+class ActiveProducer(NamedTuple):
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
 
 
 @dataclass(slots=True)
@@ -235,6 +253,25 @@ class Partition:
             return AppendResult(ErrorCode.INVALID_RECORD, message=f"record batches of magic 2 only: {exc}")
         except KafkaError as exc:
             return AppendResult(exc.code, message=str(exc))
+        return self._appended(info)
+
+    def append_end_txn_marker(self, producer_id: int, producer_epoch: int, marker: EndTxnMarker,
+                              timestamp: int) -> AppendResult:
+        """A transaction coordinator's commit or abort marker for one producer (WriteTxnMarkers), as leader."""
+        if not self.is_leader:
+            return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        verdict = self.log.producer_state.check_marker(producer_id, producer_epoch, marker.coordinator_epoch)
+        if verdict is not Verdict.OK:
+            return AppendResult(_VERDICT_ERRORS[verdict], message=f"marker for producer {producer_id} epoch "
+                                f"{producer_epoch}, coordinator epoch {marker.coordinator_epoch}: {verdict.value}")
+        batch = build_end_txn_marker(producer_id, producer_epoch, marker, timestamp)
+        try:
+            info = self.log.append_as_leader(batch, self.leader_epoch, from_client=False)
+        except KafkaError as exc:
+            return AppendResult(exc.code, message=str(exc))
+        return self._appended(info)
+
+    def _appended(self, info: AppendInfo) -> AppendResult:
         self.maybe_advance_high_watermark()
         # Followers long-polling for data must see it now, although the high watermark has not moved (it moves
         # only once they have it): otherwise every acks=all produce waits out a follower's fetch max wait.
@@ -254,7 +291,8 @@ class Partition:
             if header.producer_id < 0:
                 continue
             check = producer_state.check_and_update(header.producer_id, header.producer_epoch,
-                                                    header.base_sequence, header.last_sequence)
+                                                    header.base_sequence, header.last_sequence,
+                                                    header.is_transactional)
             if check.verdict is Verdict.DUPLICATE:
                 # in this log now, in this leadership: acks=all waits for it as for a new batch
                 return AppendResult(ErrorCode.NONE, check.first_offset, check.last_offset, self.leader_epoch,
@@ -268,7 +306,7 @@ class Partition:
 
     def fetch_records(self, fetch_offset: int, current_leader_epoch: int, last_fetched_epoch: int,
                       replica_id: int, max_bytes: int, first_batch_whole: bool, record_follower_fetch: bool,
-                      now_ms: float) -> FetchResult:
+                      now_ms: float, read_committed: bool = False) -> FetchResult:
         """One partition's Fetch: the epoch check, DivergingEpoch, the read bound (high watermark for consumers,
         log end for followers), and, when `record_follower_fetch`, the follower's log end. Batches come as file
         ranges, never decoded."""
@@ -286,7 +324,8 @@ class Partition:
         partition_log = self.log
         result = FetchResult(log_start_offset=partition_log.log_start_offset,
                              high_watermark=self.follower_high_watermark if replica_id >= 0
-                             else partition_log.high_watermark)
+                             else partition_log.high_watermark,
+                             last_stable_offset=partition_log.last_stable_offset)
         if last_fetched_epoch >= 0:
             epoch, end_offset = partition_log.end_offset_for_epoch(last_fetched_epoch)
             if end_offset < fetch_offset or epoch < last_fetched_epoch:
@@ -294,7 +333,10 @@ class Partition:
                 # Kafka, do not take its fetch offset as its log end).
                 result.diverging_epoch = (epoch, end_offset)
                 return result
-        upper_bound = partition_log.log_end_offset if replica_id >= 0 else partition_log.high_watermark
+        if replica_id >= 0:
+            upper_bound = partition_log.log_end_offset
+        else:
+            upper_bound = result.last_stable_offset if read_committed else partition_log.high_watermark
         try:
             read = partition_log.read(fetch_offset, max_bytes, upper_bound, first_batch_whole)
         except OffsetOutOfRange:
@@ -302,6 +344,8 @@ class Partition:
             return result
         if read.size:
             result.records = FileRecords(read.slices, read.size)
+            if read_committed:
+                result.aborted_transactions = partition_log.aborted_transactions(fetch_offset, read.next_offset)
         if record_follower_fetch and replica_id >= 0:
             self._record_follower_fetch(replica_id, fetch_offset, now_ms)
             result.follower_fetch_recorded = True
@@ -327,7 +371,7 @@ class Partition:
                 or self.configs["unclean.leader.election.enable"])
 
     def fetch_offset_for_timestamp(self, timestamp: int, current_leader_epoch: int, replica_id: int,
-                                   max_timestamp_supported: bool) -> OffsetAnswer:
+                                   max_timestamp_supported: bool, read_committed: bool = False) -> OffsetAnswer:
         """ListOffsets: EARLIEST, LATEST, MAX_TIMESTAMP or the first offset at or after a time.
 
         Served by the leader; a debugging request (-2) also by a follower, from its own log. Consumers are
@@ -347,7 +391,10 @@ class Partition:
         if timestamp == LATEST:
             # Only consumers are bounded by the high watermark, as in Kafka: replicas (and debugging tools) get
             # the log end; the KIP-207 exemption exists so that brokers can compare log lengths.
-            offset = partition_log.high_watermark if replica_id == CONSUMER else partition_log.log_end_offset
+            if replica_id != CONSUMER:
+                offset = partition_log.log_end_offset
+            else:
+                offset = partition_log.last_stable_offset if read_committed else partition_log.high_watermark
             return OffsetAnswer(offset=offset, leader_epoch=self.leader_epoch)
         if timestamp == EARLIEST:
             offset = partition_log.log_start_offset
@@ -360,6 +407,16 @@ class Partition:
             return OffsetAnswer()
         offset, record_timestamp, epoch = found
         return OffsetAnswer(offset=offset, timestamp=record_timestamp, leader_epoch=epoch)
+
+    def active_producers(self) -> tuple[ErrorCode, list[ActiveProducer]]:
+        """DescribeProducers: the producers this partition's leader remembers, with their open transactions."""
+        if not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, []
+        return ErrorCode.NONE, [
+            ActiveProducer(producer_id, entry.epoch, entry.batches[-1].last_seq if entry.batches else -1,
+                           entry.batches[-1].timestamp if entry.batches else -1, entry.coordinator_epoch,
+                           entry.txn_first_offset)
+            for producer_id, entry in self.log.producer_state.producers.items()]
 
     def delete_records_on_leader(self, offset: int) -> tuple[ErrorCode, int]:
         """DeleteRecords: move the log start to `offset` (-1: the high watermark); (error, new log start)."""

@@ -25,7 +25,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
 from epoch_broker.broker.controller.channel import ControllerChannel
@@ -37,7 +37,7 @@ from epoch_broker.broker.replica.partition import FetchResult, Partition
 from epoch_broker.broker.replica.replica_fetcher import InterBrokerLink, ReplicaFetchers
 from epoch_broker.broker.security.listeners import client_security
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
-from epoch_broker.protocol.records import iter_batches, iter_records
+from epoch_broker.protocol.records import EndTxnMarker, iter_batches, iter_records, parse_end_txn_marker
 from epoch_broker.storage.log import LONG_MAX, LogConfig
 from epoch_broker.storage.log_manager import LogManager
 from epoch_broker.storage.log_validator import ValidationRules
@@ -48,6 +48,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INTERNAL_APPEND_TIMEOUT_S = 5.0
+
+
+class InternalRecord(NamedTuple):
+    """A record of an internal topic as its coordinator replays it."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    producer_id: int = -1
+    transactional: bool = False  # written in a transaction: applies only once its commit marker is read
+    marker: EndTxnMarker | None = None  # a control batch: the commit or abort of `producer_id`'s transaction
 
 
 def log_config_for(config: BrokerConfig, topic_configs: dict[str, Any]) -> LogConfig:
@@ -234,11 +245,13 @@ class ReplicaManager:
     # -- leader: follower fetches and the ISR ---------------------------------------------------------
 
     def fetch(self, partition: Partition, fetch_offset: int, current_leader_epoch: int, last_fetched_epoch: int,
-              replica_id: int, max_bytes: int, first_batch_whole: bool, record_follower_fetch: bool) -> FetchResult:
+              replica_id: int, max_bytes: int, first_batch_whole: bool, record_follower_fetch: bool,
+              read_committed: bool = False) -> FetchResult:
         """One partition of a Fetch; a follower's fetch that makes it eligible adds it to the ISR (a fenced broker
         stays out: the controller would refuse it)."""
         result = partition.fetch_records(fetch_offset, current_leader_epoch, last_fetched_epoch, replica_id,
-                                         max_bytes, first_batch_whole, record_follower_fetch, _now_ms())
+                                         max_bytes, first_batch_whole, record_follower_fetch, _now_ms(),
+                                         read_committed)
         if (result.follower_fetch_recorded and partition.can_join_isr(replica_id)
                 and replica_id in self.metadata.live_brokers):
             self._alter_isr(partition, (*partition.isr, replica_id))
@@ -321,9 +334,9 @@ class ReplicaManager:
             raise KafkaError(f"{topic}-{partition}: not replicated", error)
         return result.base_offset
 
-    def read_internal(self, topic: str, partition: int, start_offset: int = 0
-                      ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
-        """(offset, key, value) of every record from `start_offset` to the log end, decoded (decompressed).
+    def read_internal(self, topic: str, partition: int, start_offset: int = 0) -> Iterator[InternalRecord]:
+        """Every record from `start_offset` to the log end, decoded (decompressed); a transaction marker comes as
+        one InternalRecord with its `marker` (and no key or value).
 
         Reads in 1 MiB chunks, so loading a large partition does not hold it all in memory. Raises KafkaError
         when the partition is not hosted here.
@@ -338,7 +351,13 @@ class ReplicaManager:
             if not chunk:
                 return
             for position, header in iter_batches(chunk):
-                for record in iter_records(chunk, position, header):
-                    if record.offset >= start_offset:
-                        yield record.offset, record.key, record.value
+                if header.is_control:
+                    if header.base_offset >= start_offset:
+                        yield InternalRecord(header.base_offset, None, None, header.producer_id, True,
+                                             parse_end_txn_marker(chunk, position, header))
+                else:
+                    for record in iter_records(chunk, position, header):
+                        if record.offset >= start_offset:
+                            yield InternalRecord(record.offset, record.key, record.value, header.producer_id,
+                                                 header.is_transactional)
                 offset = header.next_offset

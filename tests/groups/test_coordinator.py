@@ -1,8 +1,9 @@
 """The group coordinator's state machine and persistence, against an in-memory broker (no sockets).
 
 The fake broker has the real MetadataCache and an in-memory `__consumer_offsets` that stores what
-`append_internal` gets as decoded (offset, key, value) records, so a "restart" is a new coordinator over the
-same fake log. Integration with real clients and processes is in test_clients.py.
+`append_internal` gets as decoded InternalRecords (with their producer id and transactional flag; `append_marker`
+adds a transaction marker), so a "restart" is a new coordinator over the same fake log. Integration with real
+clients and processes is in test_clients.py.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from epoch_broker.broker.groups.coordinator import (
 from epoch_broker.broker.groups.group import GroupState
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.metadata.records import PartitionRecord, RemoveTopicRecord, TopicRecord
-from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.records import iter_batches, iter_records
+from epoch_broker.broker.replica.replica_manager import InternalRecord
+from epoch_broker.protocol.errors import ErrorCode, KafkaError
+from epoch_broker.protocol.records import EndTxnMarker, iter_batches, iter_records
 
 SESSION_MS = 6000
 
@@ -34,8 +36,9 @@ SESSION_MS = 6000
 class FakeReplicaManager:
     def __init__(self, metadata: MetadataCache) -> None:
         self.metadata = metadata
-        self.logs: dict[tuple[str, int], list[tuple[int, bytes | None, bytes | None]]] = {}
+        self.logs: dict[tuple[str, int], list[InternalRecord]] = {}
         self.fail_appends = False
+        self.producer_epochs: dict[tuple[str, int, int], int] = {}  # as the partition's producer state checks them
 
     async def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int,
                                     configs: dict[str, str]) -> None:
@@ -44,15 +47,24 @@ class FakeReplicaManager:
 
     async def append_internal(self, topic: str, partition: int, batch: bytearray) -> int:
         if self.fail_appends:
-            from epoch_broker.protocol.errors import KafkaError
-
             raise KafkaError("injected", ErrorCode.NOT_ENOUGH_REPLICAS)
         log = self.logs.setdefault((topic, partition), [])
         base = len(log)
         for pos, header in iter_batches(batch):
+            if header.producer_id >= 0:
+                producer = (topic, partition, header.producer_id)
+                if header.producer_epoch < self.producer_epochs.get(producer, -1):
+                    raise KafkaError("stale producer epoch", ErrorCode.INVALID_PRODUCER_EPOCH)
+                self.producer_epochs[producer] = header.producer_epoch
             for record in iter_records(batch, pos, header):
-                log.append((len(log), record.key, record.value))
+                log.append(InternalRecord(len(log), record.key, record.value, header.producer_id,
+                                          header.is_transactional))
         return base
+
+    def append_marker(self, topic: str, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker, as `read_internal` yields a control batch."""
+        log = self.logs.setdefault((topic, partition), [])
+        log.append(InternalRecord(len(log), None, None, producer_id, True, EndTxnMarker(commit, 0)))
 
     def read_internal(self, topic: str, partition: int, start_offset: int = 0) -> Any:
         return iter(self.logs.get((topic, partition), [])[start_offset:])
@@ -413,7 +425,8 @@ async def test_loading_after_a_restart_runs_in_the_background(broker: FakeBroker
 async def test_the_log_uses_kafkas_record_formats(broker: FakeBroker, coordinator: Any) -> None:
     await commit(coordinator, offset=10, epoch=2)
     partition = partition_for("g", 3)
-    (_, key, value), = broker.replica_manager.logs[(OFFSETS_TOPIC, partition)]
+    (record,) = broker.replica_manager.logs[(OFFSETS_TOPIC, partition)]
+    key, value = record.key, record.value
     assert key == b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x00"  # OffsetCommitKey v1
     assert value[:2] == b"\x00\x03"  # OffsetCommitValue v3: offset, leader epoch, metadata, commit time
     decoded = records.decode_offset_value(value)

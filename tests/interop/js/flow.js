@@ -123,9 +123,26 @@ const ops = {
     }
   },
 
+  // One transaction of a transactional producer: its values (base64) to partition 0, then commit or abort.
+  async transaction(kafka, step) {
+    const producer = kafka.producer({ transactionalId: step.transactionalId, idempotent: true,
+      maxInFlightRequests: 1 })
+    await producer.connect()
+    try {
+      const txn = await producer.transaction()
+      await txn.send({ topic: step.topic, messages: step.values.map((v) => ({ partition: 0, value: unb64(v) })) })
+      if (step.commit) await txn.commit()
+      else await txn.abort()
+      return { committed: step.commit }
+    } finally {
+      await producer.disconnect()
+    }
+  },
+
+  // kafkajs consumers read committed records only unless "readUncommitted" is set.
   async consume(kafka, step) {
     const consumer = kafka.consumer({ groupId: step.group, maxWaitTimeInMs: 200, sessionTimeout: 10000,
-      rebalanceTimeout: 10000, heartbeatInterval: 500 })
+      rebalanceTimeout: 10000, heartbeatInterval: 500, readUncommitted: Boolean(step.readUncommitted) })
     await consumer.connect()
     const out = []
     try {

@@ -1,0 +1,120 @@
+"""Transactions across failovers, on real processes: `__transaction_state` is replicated like any topic, so when the
+broker coordinating a transactional id is SIGKILLed mid-transaction, the new leader of the id's partition loads the
+transaction and the producer commits it there; the markers reach every partition, whoever leads it now. A
+`read_committed` consumer reads each committed record exactly once and no aborted one."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import find_coordinator
+
+from tests.cluster.support import Cluster, clear_fault, create_topic
+from tests.transactions.conftest import read_all, values
+
+pytestmark = pytest.mark.slow
+
+TOPIC = "payments"
+PARTITIONS = 3
+
+
+def transactional_id() -> str:
+    """One per test: a producer of an earlier test, still retrying its cluster's ports, must not be this one."""
+    return f"payments-writer-{uuid.uuid4().hex[:8]}"
+
+
+async def transaction_coordinator(cluster: Cluster, node: int, txn_id: str) -> int:
+    async with cluster.client(node) as client:
+        answer = await client.request(find_coordinator.API, 4, find_coordinator.REQUEST.cls(
+            key_type=1, coordinator_keys=[txn_id]))
+    (coordinator,) = answer.coordinators
+    assert coordinator.error_code == ErrorCode.NONE, coordinator
+    return coordinator.node_id
+
+
+def send(producer: Producer, prefix: str, count: int = 12) -> list[str]:
+    sent = [f"{prefix}-{i}" for i in range(count)]
+    for i, value in enumerate(sent):
+        producer.produce(TOPIC, value=value, partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+    return sent
+
+
+async def test_a_transaction_commits_after_its_coordinator_is_sigkilled_and_aborted_records_stay_hidden(
+        cluster: Cluster) -> None:
+    await create_topic(cluster, TOPIC, partitions=PARTITIONS)
+    txn_id = transactional_id()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id,
+                         "linger.ms": 5, "transaction.timeout.ms": 60000})
+    await asyncio.to_thread(producer.init_transactions, 60)
+    committed: list[str] = []
+
+    producer.begin_transaction()
+    committed += send(producer, "before")
+    await asyncio.to_thread(producer.commit_transaction, 60)
+    producer.begin_transaction()
+    send(producer, "aborted")
+    await asyncio.to_thread(producer.abort_transaction, 60)
+
+    producer.begin_transaction()
+    in_flight = send(producer, "in-flight")
+    coordinator = await transaction_coordinator(cluster, 0, txn_id)
+    cluster.kill(coordinator)  # mid-transaction: its records are written, its EndTxn not yet sent
+    survivor = next(spec.node_id for spec in cluster.file.brokers if spec.node_id != coordinator)
+    await asyncio.to_thread(producer.commit_transaction, 60)  # at the new coordinator, which loaded it Ongoing
+    committed += in_flight
+    assert await transaction_coordinator(cluster, survivor, txn_id) != coordinator
+
+    producer.begin_transaction()
+    committed += send(producer, "after")
+    await asyncio.to_thread(producer.commit_transaction, 60)
+    producer.begin_transaction()
+    send(producer, "aborted-after")
+    await asyncio.to_thread(producer.abort_transaction, 60)
+
+    read = await asyncio.to_thread(read_all, cluster.bootstrap, TOPIC, PARTITIONS, "read_committed", len(committed))
+    assert values(read) == sorted(committed)  # each once: no duplicate, no aborted record
+    cluster.restart(coordinator)  # the old coordinator comes back as a follower of everything it led
+    cluster.wait_for_isr(TOPIC, 0, 3)
+    cluster.wait_for_isr(TOPIC, 1, 3)
+    cluster.wait_for_isr(TOPIC, 2, 3)
+    read = await asyncio.to_thread(read_all, cluster.bootstrap, TOPIC, PARTITIONS, "read_committed", len(committed))
+    assert values(read) == sorted(committed)
+
+
+async def test_a_prepared_commit_is_completed_by_the_next_coordinator_when_the_first_dies_before_its_markers(
+        cluster: Cluster) -> None:
+    """EndTxn is answered once PrepareCommit is durable; the markers follow. With one partition's leader refusing
+    WriteTxnMarkers, the commit stays prepared there (its last stable offset holds read_committed readers back);
+    the coordinator is SIGKILLed; its successor finds PrepareCommit in `__transaction_state` and finishes it."""
+    await create_topic(cluster, TOPIC, partitions=PARTITIONS)
+    txn_id = transactional_id()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id,
+                         "linger.ms": 5})
+    await asyncio.to_thread(producer.init_transactions, 60)
+    coordinator = await transaction_coordinator(cluster, 0, txn_id)
+    blocked_partition = next(p for p in range(PARTITIONS) if cluster.leader(TOPIC, p) != coordinator)
+    blocked = cluster.leader(TOPIC, blocked_partition)
+    await cluster.set_fault(blocked, "fault.request.write_txn_markers", "error=NOT_LEADER_OR_FOLLOWER")
+    producer.begin_transaction()
+    committed = send(producer, "prepared")
+    await asyncio.to_thread(producer.commit_transaction, 60)
+    reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "lso-watch",
+                       "isolation.level": "read_committed"})
+    try:
+        partition = TopicPartition(TOPIC, blocked_partition)
+        stable = await asyncio.to_thread(reader.get_watermark_offsets, partition, 10)
+        assert stable == (0, 0), "the blocked partition's records are not stable before their marker"
+        cluster.kill(coordinator)
+        await clear_fault(cluster, blocked, "fault.request.write_txn_markers")
+        read = await asyncio.to_thread(read_all, cluster.bootstrap, TOPIC, PARTITIONS, "read_committed",
+                                       len(committed))
+        assert values(read) == sorted(committed)
+        high = await asyncio.to_thread(reader.get_watermark_offsets, partition, 10)
+        assert high[1] == len(committed) // PARTITIONS + 1  # the records and the commit marker
+    finally:
+        reader.close()

@@ -1,0 +1,75 @@
+"""Transactions with the other clients' own APIs: kafka-python's and kafkajs' transactional producers commit and
+abort, and each client's read_committed consumer sees the committed records once and the aborted ones never."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from epoch_broker import testing
+from tests.interop.support import run_flow
+from tests.transactions.conftest import read_all, values
+
+
+def kafka_python_read(bootstrap: str, topic: str, isolation: str, expected: int) -> list[str]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation, enable_auto_commit=False,
+                             auto_offset_reset="earliest", consumer_timeout_ms=2000)
+    consumer.assign([TopicPartition(topic, 0)])
+    got: list[str] = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline and len(got) < expected:
+            got += [record.value.decode() for record in consumer]
+        end = consumer.end_offsets([TopicPartition(topic, 0)])[TopicPartition(topic, 0)]
+        while consumer.position(TopicPartition(topic, 0)) < end and time.monotonic() < deadline:
+            got += [record.value.decode() for record in consumer]  # nothing is left behind the expected ones
+    finally:
+        consumer.close()
+    return sorted(got)
+
+
+def test_kafka_python_transactions_commit_and_abort(broker: testing.Broker, name: Callable[[str], str]) -> None:
+    topic = broker.create_topic(name("kp"))
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, transactional_id=name("kp-txn"))
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(5):
+            producer.send(topic, value=f"kept-{i}".encode(), partition=0)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        for i in range(3):
+            producer.send(topic, value=f"dropped-{i}".encode(), partition=0)
+        producer.flush()
+        producer.abort_transaction()
+    finally:
+        producer.close()
+    kept = [f"kept-{i}" for i in range(5)]
+    assert kafka_python_read(broker.bootstrap_servers, topic, "read_committed", 5) == kept
+    assert kafka_python_read(broker.bootstrap_servers, topic, "read_uncommitted", 8) == sorted(
+        kept + [f"dropped-{i}" for i in range(3)])
+
+
+def test_kafkajs_transactions_commit_and_abort(broker: testing.Broker, name: Callable[[str], str]) -> None:
+    topic = broker.create_topic(name("js"))
+    transactional_id = name("js-txn")
+    encode = [base64.b64encode(f"v{i}".encode()).decode() for i in range(6)]
+    run_flow({"brokers": [broker.bootstrap_servers], "steps": [
+        {"op": "transaction", "transactionalId": transactional_id, "topic": topic, "values": encode[:4],
+         "commit": True},
+        {"op": "transaction", "transactionalId": transactional_id, "topic": topic, "values": encode[4:],
+         "commit": False},
+    ]}, timeout=120)
+
+    def kafkajs_read(count: int, uncommitted: bool) -> list[str]:
+        (consumed,) = run_flow({"brokers": [broker.bootstrap_servers], "steps": [
+            {"op": "consume", "topic": topic, "group": name("js-reader"), "count": count, "timeoutMs": 8000,
+             "readUncommitted": uncommitted}]}, timeout=120)
+        return sorted(base64.b64decode(r["value"]).decode() for r in consumed)
+
+    assert kafkajs_read(6, uncommitted=False) == [f"v{i}" for i in range(4)]  # waits out its timeout: none more
+    assert kafkajs_read(6, uncommitted=True) == [f"v{i}" for i in range(6)]
+    assert values(read_all(broker.bootstrap_servers, topic, 1, "read_committed", 4)) == [f"v{i}" for i in range(4)]
