@@ -124,6 +124,10 @@ class LogManager:
             )
             self._dir_of[tp] = log_dir
 
+    def logs_in(self, log_dir: str) -> list[tuple[TopicPartition, PartitionLog]]:
+        """The partitions whose log lives in `log_dir` (one of `log_dirs`)."""
+        return [(tp, self.logs[tp]) for tp, directory in self._dir_of.items() if directory == log_dir]
+
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get((topic, partition))
 

@@ -1,0 +1,39 @@
+"""ListTransactions · v0 · the transactional ids this broker coordinates (kafka-transactions.sh list asks every
+broker).
+
+Behaviour: only ids the principal may DESCRIBE are listed; `state_filters` (Kafka's state names) and
+`producer_id_filters` narrow the list (empty: no filter); filters naming no state are echoed in
+`unknown_state_filters`. COORDINATOR_LOAD_IN_PROGRESS while a `__transaction_state` partition led here loads.
+Version notes: v1's duration filter (KIP-994) is Kafka 3.8+ and not served.
+Skipped: nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from epoch_broker.broker.network.dispatch import RequestContext, handles
+from epoch_broker.broker.security.acl import AclOperation, ResourceType
+from epoch_broker.broker.security.authorization import authorized_names
+from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.transactions.records import TxnState
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import list_transactions as messages
+
+Response = messages.RESPONSE
+STATE_NAMES = {state.kafka_name for state in TxnState}
+
+
+@handles(messages.API, "0")
+def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    coordinator = context.services.transaction_coordinator
+    if coordinator.loading:
+        return Response.cls(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    unknown = [name for name in request.state_filters if name not in STATE_NAMES]
+    found = coordinator.list_transactions(set(request.state_filters), set(request.producer_id_filters))
+    visible = authorized_names(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                               [txn.transactional_id for txn in found])
+    return Response.cls(unknown_state_filters=unknown, transaction_states=[
+        Response.TransactionState(transactional_id=txn.transactional_id, producer_id=txn.producer_id,
+                                  transaction_state=txn.state.kafka_name)
+        for txn in found if txn.transactional_id in visible])
