@@ -27,9 +27,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from bench.common import (
     BrokerProc,
     alternate_runs,
-    fmt_spread,
+    compare_row,
     print_table,
-    spread,
     start_ours,
     start_tansu,
     write_results,
@@ -134,10 +133,7 @@ def summarize(runs: list[RunResult]) -> list[list[str]]:
 
     rows = []
     for label, attr, digits in (("3 consumers to Stable (s)", "stable_s", 2), ("sync commits/s", "commits_per_s", 0)):
-        ours, tansu = values("ours", attr), values("tansu", attr)
-        ratio = f"{spread(ours)[0] / spread(tansu)[0]:.2f}x" if ours and tansu else "-"
-        rows.append([label, fmt_spread(ours, digits) if ours else "-", fmt_spread(tansu, digits) if tansu else "-",
-                     ratio])
+        rows.append(compare_row(label, values("ours", attr), values("tansu", attr), digits))
     return rows
 
 

@@ -19,15 +19,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.bench_broker import create_topic
 from bench.common import (
     BrokerProc,
     alternate_runs,
+    compare_row,
     fmt_spread,
     print_table,
     send_all,
-    spread,
     start_ours,
     start_tansu,
     write_results,
@@ -45,12 +45,6 @@ class RunResult:
     transactional_mb_s: float
     commit_p50_ms: float
     commit_p99_ms: float
-
-
-def create_topic(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
-        future.result(30)
 
 
 def producer_settings(bootstrap: str) -> dict[str, object]:
@@ -86,8 +80,8 @@ def run_once(which: str, workdir: Path, records: int, per_txn: int) -> RunResult
     with starter as broker:
         broker: BrokerProc
         idempotent_topic, txn_topic = (f"bench-{kind}-{uuid.uuid4().hex[:8]}" for kind in ("idem", "txn"))
-        create_topic(broker.bootstrap, idempotent_topic)
-        create_topic(broker.bootstrap, txn_topic)
+        create_topic(broker.bootstrap, idempotent_topic, PARTITIONS)
+        create_topic(broker.bootstrap, txn_topic, PARTITIONS)
         idempotent_rate = idempotent(broker.bootstrap, idempotent_topic, records)
         txn_rate, commits = transactional(broker.bootstrap, txn_topic, records, per_txn)
     commits.sort()
@@ -103,9 +97,7 @@ def summarize(runs: list[RunResult]) -> list[list[str]]:
     for label, attr in (("idempotent produce MB/s", "idempotent_mb_s"),
                         ("transactional produce MB/s", "transactional_mb_s"),
                         ("commit_transaction p50 ms", "commit_p50_ms"), ("commit_transaction p99 ms", "commit_p99_ms")):
-        ours, tansu = values("ours", attr), values("tansu", attr)
-        ratio = f"{spread(ours)[0] / spread(tansu)[0]:.2f}x" if ours and tansu else "-"
-        rows.append([label, fmt_spread(ours) if ours else "-", fmt_spread(tansu) if tansu else "-", ratio])
+        rows.append(compare_row(label, values("ours", attr), values("tansu", attr)))
     for broker in ("ours", "tansu"):
         ratios = [r.transactional_mb_s / r.idempotent_mb_s for r in runs if r.broker == broker]
         if ratios:

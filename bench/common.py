@@ -216,6 +216,12 @@ def fmt_spread(values: list[float], digits: int = 1) -> str:
     return f"{med:.{digits}f} ({lo:.{digits}f}-{hi:.{digits}f})"
 
 
+def compare_row(label: str, ours: list[float], tansu: list[float], digits: int = 1) -> list[str]:
+    """A table row: the metric, ours and Tansu's as median (min-max), and ours / Tansu of the medians."""
+    ratio = f"{spread(ours)[0] / spread(tansu)[0]:.2f}x" if ours and tansu else "-"
+    return [label, fmt_spread(ours, digits) if ours else "-", fmt_spread(tansu, digits) if tansu else "-", ratio]
+
+
 def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     print(f"\n{title}")

@@ -24,16 +24,9 @@ from epoch_broker.protocol.messages import offset_commit as messages
 
 @handles(messages.API, "2-9")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
-    from epoch_broker.broker.groups.coordinator import OffsetToCommit  # imported on first group use, not at start
-
     if not context.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(request, lambda topic: ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    readable = authorized_names(context, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
-    offsets = [
-        OffsetToCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
-        for t in request.topics if t.name in readable
-        for p in t.partitions
-    ]
+    readable, offsets = readable_offsets(context, request)
     errors = iter(await context.services.group_coordinator.commit_offsets(
         request.group_id,
         request.generation_id_or_member_epoch,
@@ -45,13 +38,27 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
                      else ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
-def _response(request: Any, error_of: Callable[[str], ErrorCode]) -> Any:
+def readable_offsets(context: RequestContext[BrokerServices], request: Any) -> tuple[set[str], list[Any]]:
+    """The topics of the request the principal may READ, and the offsets of their partitions to commit (OffsetCommit
+    and TxnOffsetCommit name them alike)."""
+    from epoch_broker.broker.groups.coordinator import OffsetToCommit  # imported on first group use, not at start
+
+    readable = authorized_names(context, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
+    return readable, [
+        OffsetToCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
+        for t in request.topics if t.name in readable
+        for p in t.partitions
+    ]
+
+
+def per_partition(request: Any, topic_type: Callable[..., Any], partition_type: Callable[..., Any],
+                  error_of: Callable[[str], ErrorCode]) -> list[Any]:
     """One answer per partition of the request, in its order; `error_of(topic)` is called once per partition."""
+    return [topic_type(name=t.name, partitions=[partition_type(partition_index=p.partition_index,
+                                                               error_code=error_of(t.name)) for p in t.partitions])
+            for t in request.topics]
+
+
+def _response(request: Any, error_of: Callable[[str], ErrorCode]) -> Any:
     R = messages.RESPONSE
-    return R.cls(topics=[
-        R.OffsetCommitResponseTopic(name=t.name, partitions=[
-            R.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error_of(t.name))
-            for p in t.partitions
-        ])
-        for t in request.topics
-    ])
+    return R.cls(topics=per_partition(request, R.OffsetCommitResponseTopic, R.OffsetCommitResponsePartition, error_of))

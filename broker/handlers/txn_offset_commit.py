@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from epoch_broker.broker.handlers.offset_commit import per_partition, readable_offsets
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
-from epoch_broker.broker.security.authorization import authorized_names
 from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import txn_offset_commit as messages
@@ -29,18 +29,11 @@ from epoch_broker.protocol.messages import txn_offset_commit as messages
 
 @handles(messages.API, "0-3")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
-    from epoch_broker.broker.groups.coordinator import OffsetToCommit  # imported on first group use, not at start
-
     if not context.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return _response(request, lambda topic: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not context.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(request, lambda topic: ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    readable = authorized_names(context, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
-    offsets = [
-        OffsetToCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
-        for t in request.topics if t.name in readable
-        for p in t.partitions
-    ]
+    readable, offsets = readable_offsets(context, request)
     errors = iter(await context.services.group_coordinator.commit_txn_offsets(
         request.group_id,
         request.producer_id,
@@ -63,12 +56,6 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
 
 
 def _response(request: Any, error_of: Callable[[str], ErrorCode]) -> Any:
-    """One answer per partition of the request, in its order; `error_of(topic)` is called once per partition."""
     R = messages.RESPONSE
-    return R.cls(topics=[
-        R.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
-            R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error_of(t.name))
-            for p in t.partitions
-        ])
-        for t in request.topics
-    ])
+    return R.cls(topics=per_partition(request, R.TxnOffsetCommitResponseTopic, R.TxnOffsetCommitResponsePartition,
+                                      error_of))

@@ -193,10 +193,11 @@ SAMPLES: list[tuple[str, Message, Callable[[int], Any]]] = [
 ]
 
 
-def every_version() -> list[Any]:
+def every_version(samples: list[tuple[str, Message, Callable[[int], Any]]] | None = None) -> list[Any]:
+    """(message, build, version) for every declared version of each sample (this module's SAMPLES by default)."""
     return [
         pytest.param(message, build, version, id=f"{name}-v{version}")
-        for name, message, build in SAMPLES
+        for name, message, build in (SAMPLES if samples is None else samples)
         for version in range(message.versions.low, message.versions.high + 1)
     ]
 
@@ -237,7 +238,11 @@ def test_pattern_types_default_to_literal_as_in_kafka() -> None:
 def test_realistic_messages_round_trip_at_every_version(
     message: Message, build: Callable[[int], Any], version: int
 ) -> None:
-    original = build(version)
+    assert_round_trip(message, build(version), version)
+
+
+def assert_round_trip(message: Message, original: Any, version: int) -> None:
+    """Encoded and decoded again, `original` is unchanged, and so are its bytes."""
     encoded = message.encode(original, version)
     decoded, end = message.decode_from(encoded, version)
     assert end == len(encoded)

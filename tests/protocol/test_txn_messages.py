@@ -43,12 +43,14 @@ from epoch_broker.protocol.versions import VersionRange
 
 from tests.protocol.test_acl_scram_messages import (
     NO_TAGS,
+    assert_round_trip,
     classic_string,
     compact_string,
     int16,
     int32,
     on_the_wire,
 )
+from tests.protocol.test_acl_scram_messages import every_version as every_sample_version
 from tests.protocol.test_conformance import NO_REFERENCE, declared_view, reference_view
 
 MIRROR = Path(
@@ -413,11 +415,7 @@ SAMPLES: list[tuple[str, Message, Callable[[int], Any]]] = [
 
 
 def every_version() -> list[Any]:
-    return [
-        pytest.param(message, build, version, id=f"{name}-v{version}")
-        for name, message, build in SAMPLES
-        for version in declared_versions(message)
-    ]
+    return every_sample_version(SAMPLES)
 
 
 def test_every_declared_message_has_a_realistic_sample() -> None:
@@ -431,13 +429,7 @@ def test_every_declared_message_has_a_realistic_sample() -> None:
 def test_realistic_messages_round_trip_at_every_version(
     message: Message, build: Callable[[int], Any], version: int
 ) -> None:
-    original = build(version)
-    encoded = message.encode(original, version)
-    decoded, end = message.decode_from(encoded, version)
-    assert end == len(encoded)
-    assert decoded == original
-    assert decoded.to_dict() == original.to_dict()
-    assert message.encode(decoded, version) == encoded
+    assert_round_trip(message, build(version), version)
 
 
 def test_defaults_follow_kafka_json() -> None:
