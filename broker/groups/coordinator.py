@@ -44,7 +44,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from epoch_broker.broker.groups import records
@@ -90,6 +90,7 @@ class JoinResult:
     leader: str = ""
     # (member_id, group_instance_id, metadata), only for the leader.
     members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+    skip_assignment: bool = False  # KIP-814: a static leader back in a Stable group keeps the assignment it made
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,7 +452,10 @@ class GroupCoordinator:
         client_id: str,
         client_host: str,
         require_known_member_id: bool,
+        skip_assignment_supported: bool = False,
     ) -> JoinResult:
+        """`skip_assignment_supported`: JoinGroup v9+ (KIP-814), whose clients keep a Stable group's assignment
+        when their static leader rejoins."""
         try:
             await self.ensure_offsets_topic()
         except KafkaError:
@@ -484,16 +488,17 @@ class GroupCoordinator:
         if member_id:
             outcome = self._join_known(group, member_id, member)
         else:
-            outcome = self._join_new(group, member, require_known_member_id)
+            outcome = self._join_new(group, member, require_known_member_id, skip_assignment_supported)
         return await outcome if isinstance(outcome, asyncio.Future) else outcome
 
-    def _join_new(self, group: Group, joining: Member, require_known_member_id: bool) -> JoinResult | asyncio.Future:
+    def _join_new(self, group: Group, joining: Member, require_known_member_id: bool,
+                  skip_assignment_supported: bool) -> JoinResult | asyncio.Future:
         joining.member_id = f"{joining.group_instance_id or joining.client_id}-{uuid.uuid4()}"
         if joining.group_instance_id is not None:
             # Static members skip the MEMBER_ID_REQUIRED round trip (KIP-345).
             old_id = group.static_members.get(joining.group_instance_id)
             if old_id is not None:
-                return self._replace_static(group, group.members[old_id], joining)
+                return self._replace_static(group, group.members[old_id], joining, skip_assignment_supported)
         elif require_known_member_id:
             # KIP-394 (v4+ only: older clients cannot handle it): hand out the id, count it as joining.
             timer = asyncio.get_running_loop().call_later(
@@ -527,7 +532,8 @@ class GroupCoordinator:
         member.client_id, member.client_host = joining.client_id, joining.client_host
         return self._join_and_rebalance(group, member)
 
-    def _replace_static(self, group: Group, old: Member, joining: Member) -> JoinResult | asyncio.Future:
+    def _replace_static(self, group: Group, old: Member, joining: Member,
+                        skip_assignment_supported: bool) -> JoinResult | asyncio.Future:
         """A static member came back under a new member id: the old id is fenced, the place is kept."""
         old_id = old.member_id
         self._cancel_session(old)
@@ -539,10 +545,13 @@ class GroupCoordinator:
         member.protocols = joining.protocols
         member.session_timeout_ms = joining.session_timeout_ms
         member.rebalance_timeout_ms = joining.rebalance_timeout_ms
-        if group.state is GroupState.STABLE and unchanged and member.member_id != group.leader_id:
-            # KIP-345: a restarted static follower gets its old assignment back without a rebalance.
+        leader = member.member_id == group.leader_id
+        if group.state is GroupState.STABLE and unchanged and (not leader or skip_assignment_supported):
+            # KIP-345: a restarted static follower gets its old assignment back without a rebalance; KIP-814: so
+            # does the leader of a client that can be told not to assign again (it still learns the members).
             self._arm_session(group, member)
-            return self._join_result(group, member)
+            self._spawn(self._store_group(group))  # the new member id, as Kafka persists it
+            return replace(self._join_result(group, member), skip_assignment=leader)
         return self._join_and_rebalance(group, member)
 
     def _add_and_rebalance(self, group: Group, member: Member) -> asyncio.Future:

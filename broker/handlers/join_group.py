@@ -5,8 +5,9 @@ Behaviour: needs READ on the group (GROUP_AUTHORIZATION_FAILED, generation -1, n
 lists every member with its metadata for the selected protocol; v7+ name the protocol type.
 Version notes: v0 has no rebalance timeout (the session timeout stands in); v5+ static membership;
 protocol_name is nullable only from v7 (an empty string before).
-Skipped: `reason` (v8+) is not logged per member; `skip_assignment` (v9, KIP-814) is always false, so a
-rejoining static leader always gets the member list and reassigns.
+KIP-814 (v9+): a static leader rejoining a Stable group with unchanged protocols gets the member list with
+`skip_assignment` and no rebalance (its members keep their assignment); older versions rebalance, as in Kafka.
+Skipped: `reason` (v8+) is not logged per member.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         client_id=context.client_id or "",
         client_host=client_host(context.peer),
         require_known_member_id=context.api_version >= 4,
+        skip_assignment_supported=context.api_version >= 9,
     )
     protocol_name = result.protocol_name
     if protocol_name is None and context.api_version < 7:
@@ -52,6 +54,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         protocol_name=protocol_name,
         leader=result.leader,
         member_id=result.member_id,
+        skip_assignment=result.skip_assignment,
         members=[
             messages.RESPONSE.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=meta)
             for m, i, meta in result.members

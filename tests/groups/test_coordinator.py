@@ -129,7 +129,7 @@ def join(coordinator: GroupCoordinator, member_id: str = "", *, group: str = "g"
         group_id=group, member_id=member_id, group_instance_id=instance, session_timeout_ms=session_ms,
         rebalance_timeout_ms=rebalance_ms, protocol_type=protocol_type,
         protocols=protocols or [("range", b"r")], client_id="c", client_host="/127.0.0.1",
-        require_known_member_id=version >= 4,
+        require_known_member_id=version >= 4, skip_assignment_supported=version >= 9,
     ))
 
 
@@ -353,6 +353,45 @@ async def test_static_member_rejoining_fences_its_old_id_and_keeps_its_assignmen
     assert restarted.error == ErrorCode.NONE and restarted.generation_id == generation
     assert coordinator.heartbeat("g", follower.member_id, "i2", generation) == ErrorCode.FENCED_INSTANCE_ID
     assert (await sync(coordinator, restarted.member_id, generation)).assignment == b"B"
+
+
+async def static_pair(coordinator: Any) -> tuple[str, str, int]:
+    """A Stable group of static members i1 (the leader, assigned b"A") and i2 (b"B"): (leader, follower, gen)."""
+    first = await join(coordinator, instance="i1")
+    await sync(coordinator, first.member_id, first.generation_id, {first.member_id: b"A"})
+    second = join(coordinator, instance="i2")
+    await asyncio.sleep(0)
+    leader, follower = await asyncio.gather(join(coordinator, first.member_id, instance="i1"), second)
+    generation = leader.generation_id
+    await asyncio.gather(sync(coordinator, first.member_id, generation, {first.member_id: b"A",
+                                                                          follower.member_id: b"B"}),
+                         sync(coordinator, follower.member_id, generation))
+    return first.member_id, follower.member_id, generation
+
+
+async def test_a_restarted_static_leader_keeps_the_assignment_without_a_rebalance_from_join_group_v9(
+        coordinator: Any) -> None:
+    """KIP-814: the leader learns the members but is told not to assign again; the follower never rebalances."""
+    old_leader, follower, generation = await static_pair(coordinator)
+    restarted = await join(coordinator, instance="i1", version=9)
+    assert (restarted.error, restarted.generation_id, restarted.skip_assignment) == (ErrorCode.NONE, generation, True)
+    assert restarted.leader == restarted.member_id != old_leader
+    assert sorted(m[1] for m in restarted.members) == ["i1", "i2"]
+    assert coordinator.heartbeat("g", follower, "i2", generation) == ErrorCode.NONE
+    assert coordinator.heartbeat("g", old_leader, "i1", generation) == ErrorCode.FENCED_INSTANCE_ID
+    assert (await sync(coordinator, restarted.member_id, generation)).assignment == b"A"
+    assert coordinator.describe_group("g")[1].generation_id == generation
+
+
+async def test_a_restarted_static_leader_rebalances_the_group_below_join_group_v9(coordinator: Any) -> None:
+    """As Kafka: a client that cannot skip the assignment must compute it again, so the group rebalances."""
+    _, follower, generation = await static_pair(coordinator)
+    restarted = join(coordinator, instance="i1", version=7)
+    await asyncio.sleep(0)
+    assert coordinator.heartbeat("g", follower, "i2", generation) == ErrorCode.REBALANCE_IN_PROGRESS
+    rejoined = await asyncio.gather(restarted, join(coordinator, follower, instance="i2", version=7))
+    assert {r.generation_id for r in rejoined} == {generation + 1}
+    assert not any(r.skip_assignment for r in rejoined)
 
 
 # -- offsets ---------------------------------------------------------------------------------------------------
