@@ -192,6 +192,8 @@ class KafkaError(Exception):
     """An error that maps to one Kafka error code, raised by one layer and answered by another."""
 
     code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+    # (index of a record in its batch, why it was refused): Produce v8+'s record_errors (KIP-467)
+    record_errors: tuple[tuple[int, str], ...] = ()
 
     def __init__(self, message: str = "", code: ErrorCode | None = None) -> None:
         if code is not None:

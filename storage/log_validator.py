@@ -11,6 +11,9 @@ Rules (each answered with Kafka's code and a message naming the batch and what i
 - A compacted topic takes no record without a key (INVALID_RECORD).
 - CreateTime timestamps must lie within message.timestamp.before.max.ms before and
   message.timestamp.after.max.ms after the broker's clock (INVALID_TIMESTAMP; Kafka's defaults accept any).
+- Those two rules are judged per record: the error carries `record_errors`, (index of the record in its batch,
+  why) for every record that breaks them, which Produce v8+ answers as Kafka does. The records are walked one by
+  one only once the batch's scan found a breach.
 - Valid batches are stored as they came (an uncompressed one is checked in place, no copy of its records),
   unless the topic's compression.type names a codec (`uncompressed`, `gzip`, `snappy`, `lz4`, `zstd`) other than
   the batch's: then the batch is encoded again with it, its records, timestamps and producer fields kept
@@ -21,17 +24,19 @@ Followers skip this: they copy batches the leader already validated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from epoch_broker.protocol.errors import InvalidRecordError, InvalidTimestampError
+from epoch_broker.protocol.errors import InvalidRecordError, InvalidTimestampError, KafkaError
 from epoch_broker.protocol.records import (
     TIMESTAMP_LOG_APPEND_TIME,
     BatchHeader,
     Buffer,
     Compression,
+    Record,
     batch_body,
     iter_batches,
+    iter_records,
     recompressed_batch,
     scan_records,
 )
@@ -76,18 +81,29 @@ def validate_client_batches(buf: Buffer, batches: Sequence[tuple[int, BatchHeade
                                      f"{header.last_offset_delta}")
         scan = scan_records(batch_body(buf, pos, header), header)
         if rules.compacted and scan.null_key:
-            raise InvalidRecordError(f"{where}: a compacted topic takes no record without a key")
+            raise _per_record(InvalidRecordError(f"{where}: a compacted topic takes no record without a key"),
+                              buf, pos, header, lambda r: "a compacted topic takes no record without a key"
+                              if r.key is None else None)
         if rules.check_timestamps and header.timestamp_type != TIMESTAMP_LOG_APPEND_TIME:
             earliest = header.base_timestamp + scan.min_timestamp_delta
             latest = header.base_timestamp + scan.max_timestamp_delta
-            if now_ms - earliest > rules.timestamp_before_max_ms:
-                raise InvalidTimestampError(f"{where}: timestamp {earliest} is more than "
-                                            f"message.timestamp.before.max.ms {rules.timestamp_before_max_ms} "
-                                            f"before the broker's time {now_ms}")
-            if latest - now_ms > rules.timestamp_after_max_ms:
-                raise InvalidTimestampError(f"{where}: timestamp {latest} is more than "
-                                            f"message.timestamp.after.max.ms {rules.timestamp_after_max_ms} "
-                                            f"after the broker's time {now_ms}")
+            low, high = now_ms - rules.timestamp_before_max_ms, now_ms + rules.timestamp_after_max_ms
+            if earliest < low or latest > high:
+                bound = (f"message.timestamp.before.max.ms {rules.timestamp_before_max_ms} before" if earliest < low
+                         else f"message.timestamp.after.max.ms {rules.timestamp_after_max_ms} after")
+                raise _per_record(
+                    InvalidTimestampError(f"{where}: timestamp {earliest if earliest < low else latest} is more than "
+                                          f"{bound} the broker's time {now_ms}"),
+                    buf, pos, header, lambda r, low=low, high=high: None if low <= r.timestamp <= high else
+                    f"timestamp {r.timestamp} is out of range [{low}, {high}]")
+
+
+def _per_record(error: KafkaError, buf: Buffer, pos: int, header: BatchHeader,
+                why: Callable[[Record], str | None]) -> KafkaError:
+    """`error` with `record_errors`: (index in the batch, why) of each record `why` names a reason for."""
+    reasons = ((i, why(record)) for i, record in enumerate(iter_records(buf, pos, header)))
+    error.record_errors = tuple((i, reason) for i, reason in reasons if reason is not None)
+    return error
 
 
 def recompressed(buf: Buffer, batches: Sequence[tuple[int, BatchHeader]], compression_type: str

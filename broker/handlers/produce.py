@@ -13,6 +13,9 @@ the rest: each partition's batches are validated
 MESSAGE_TOO_LARGE), the idempotent producer's sequence checked (a duplicate is answered with the original
 offset; OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH), then offsets and the leader epoch are stamped
 into the request's own bytes and written. LogAppendTime topics answer the append time.
+Per-record errors (v8+, KIP-467): a record without a key on a compacted topic, or with a timestamp outside
+message.timestamp.before/after.max.ms, is named in record_errors by its index in the batch, with why (the whole
+batch is refused, INVALID_RECORD or INVALID_TIMESTAMP, as in Kafka).
 Transactions: a request with a transactional_id needs WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every
 partition); its transactional batches open the producer's transaction in each partition (the last stable offset
 stays at their first offset until the coordinator's marker), and a producer with an open transaction writing
@@ -23,7 +26,7 @@ nothing is appended. v10 answers NOT_LEADER_OR_FOLLOWER and the epoch errors wit
 its endpoint (KIP-951).
 Skipped: KIP-890's check that a transactional partition was added to the transaction (a producer that skips
 AddPartitionsToTxn opens a transaction the coordinator does not know: it stays open until the producer's next
-marker), per-record errors (record_errors stays empty).
+marker).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ TopicResponse = produce.RESPONSE.TopicProduceResponse
 PartitionResponse = produce.RESPONSE.PartitionProduceResponse
 LeaderIdAndEpoch = produce.RESPONSE.LeaderIdAndEpoch
 NodeEndpoint = produce.RESPONSE.NodeEndpoint
+RecordError = produce.RESPONSE.BatchIndexAndErrorMessage
 _LEADER_HINT_ERRORS = frozenset(
     {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH}
 )
@@ -104,7 +108,9 @@ def _response(context: RequestContext[BrokerServices], results: list) -> Any:
         for index, partition, result in partition_results:
             response = PartitionResponse(index=index, error_code=result.error, base_offset=result.base_offset,
                                          log_append_time_ms=result.log_append_time,
-                                         log_start_offset=result.log_start_offset, error_message=result.message)
+                                         log_start_offset=result.log_start_offset, error_message=result.message,
+                                         record_errors=[RecordError(batch_index=i, batch_index_error_message=why)
+                                                        for i, why in result.record_errors])
             if result.error in _LEADER_HINT_ERRORS and partition is not None:
                 response.current_leader = LeaderIdAndEpoch(leader_id=partition.leader_id,
                                                            leader_epoch=partition.leader_epoch)

@@ -83,6 +83,7 @@ class AppendResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     message: str | None = None
+    record_errors: tuple[tuple[int, str], ...] = ()  # (index of a record in its batch, why it was refused)
 
 
 @dataclass(slots=True)
@@ -252,7 +253,7 @@ class Partition:
         except UnsupportedForMessageFormat as exc:  # Kafka's answer to an old message set in Produce v3+
             return AppendResult(ErrorCode.INVALID_RECORD, message=f"record batches of magic 2 only: {exc}")
         except KafkaError as exc:
-            return AppendResult(exc.code, message=str(exc))
+            return AppendResult(exc.code, message=str(exc), record_errors=exc.record_errors)
         return self._appended(info)
 
     def append_end_txn_marker(self, producer_id: int, producer_epoch: int, marker: EndTxnMarker,

@@ -99,6 +99,12 @@ async def test_a_compacted_topic_refuses_records_without_a_key(broker: Broker, c
     answer = await refused(client, broker, "c", records(b"v", key=None))
     assert answer.error_code == ErrorCode.INVALID_RECORD and "without a key" in answer.error_message
     assert (await produce_to(client, "c", records(b"v"))).error_code == ErrorCode.NONE
+    # KIP-467: each record without a key is named by its index in the batch
+    mixed = build_batch([(b"k", b"0", [], None), (None, b"1", [], None), (b"k", b"2", [], None),
+                         (None, b"3", [], None)])
+    answer = await refused(client, broker, "c", mixed)
+    assert [(e.batch_index, "without a key" in e.batch_index_error_message) for e in answer.record_errors] == [
+        (1, True), (3, True)]
 
 
 async def test_timestamps_outside_the_topics_window_are_refused(broker: Broker, client: KafkaClient) -> None:
@@ -109,6 +115,10 @@ async def test_timestamps_outside_the_topics_window_are_refused(broker: Broker, 
     future = await refused(client, broker, "w", records(b"future", timestamp=now + 3_600_000))
     assert old.error_code == future.error_code == ErrorCode.INVALID_TIMESTAMP
     assert (await produce_to(client, "w", records(b"now", timestamp=now))).error_code == ErrorCode.NONE
+    mixed = build_batch([(b"k", b"v", [], ts) for ts in (now, now - 3_600_000, now, now + 3_600_000)])
+    answer = await refused(client, broker, "w", mixed)
+    assert [e.batch_index for e in answer.record_errors] == [1, 3]
+    assert str(now - 3_600_000) in answer.record_errors[0].batch_index_error_message
 
 
 async def test_a_decompression_bomb_is_refused_without_inflating_it(broker: Broker, client: KafkaClient) -> None:
