@@ -1,5 +1,6 @@
-"""Transactions with the other clients' own APIs: kafka-python's and kafkajs' transactional producers commit and
-abort, and each client's read_committed consumer sees the committed records once and the aborted ones never."""
+"""Transactions with the other clients' own APIs: kafka-python's, aiokafka's and kafkajs' transactional producers
+commit and abort, and each client's read_committed consumer sees the committed records once and the aborted ones
+never."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import base64
 import time
 from collections.abc import Callable
 
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as AIOTopicPartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from epoch_broker import testing
@@ -73,3 +76,32 @@ def test_kafkajs_transactions_commit_and_abort(broker: testing.Broker, name: Cal
     assert kafkajs_read(6, uncommitted=False) == [f"v{i}" for i in range(4)]  # waits out its timeout: none more
     assert kafkajs_read(6, uncommitted=True) == [f"v{i}" for i in range(6)]
     assert values(read_all(broker.bootstrap_servers, topic, 1, "read_committed", 4)) == [f"v{i}" for i in range(4)]
+
+
+async def test_aiokafka_transactions_commit_and_abort(broker: testing.Broker, name: Callable[[str], str]) -> None:
+    topic = broker.create_topic(name("aio"))
+    producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, transactional_id=name("aio-txn"))
+    await producer.start()
+    try:
+        async with producer.transaction():
+            for i in range(3):
+                await producer.send(topic, f"kept-{i}".encode(), partition=0)
+        await producer.begin_transaction()
+        await producer.send_and_wait(topic, b"dropped", partition=0)
+        await producer.abort_transaction()
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap_servers, isolation_level="read_committed",
+                                auto_offset_reset="earliest", enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign([AIOTopicPartition(topic, 0)])
+        got: list[str] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(got) < 3:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                got += [record.value.decode() for record in records]
+        assert sorted(got) == [f"kept-{i}" for i in range(3)]
+        assert (await consumer.getmany(timeout_ms=500)) == {}  # nothing of the aborted transaction follows
+    finally:
+        await consumer.stop()
