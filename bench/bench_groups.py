@@ -1,8 +1,11 @@
 """Group benchmark: the same confluent-kafka workload, in the same run, against our broker and against Tansu.
 
-Two measurements per run, each broker freshly started:
+Measurements per run, each broker freshly started, for the eager assignor (range) and the incremental one
+(cooperative-sticky, KIP-429), with heartbeat.interval.ms 500:
 - time for a group of 3 consumers, subscribing together to a 6-partition topic, to reach Stable (every
   partition assigned, each consumer holding some) from the moment they subscribe;
+- then time for a 4th consumer to join until all 4 hold partitions and every partition is owned exactly once
+  (an incremental rebalance takes two rounds, each started by the members' next heartbeat);
 - synchronous commit throughput: one group member commits one offset at a time with `commit(asynchronous=
   False)` (OffsetCommit, appended to `__consumer_offsets` before the answer) for a fixed time; commits/s.
 
@@ -38,12 +41,16 @@ PARTITIONS = 6
 MEMBERS = 3
 SESSION_MS = 6000
 JOIN_TIMEOUT_S = 90.0
+COOPERATIVE = "cooperative-sticky"
 
 
 @dataclass
 class RunResult:
     broker: str
-    stable_s: float
+    stable_s: float  # 3 consumers to Stable, eager
+    fourth_s: float  # a 4th joins, eager
+    cooperative_stable_s: float
+    cooperative_fourth_s: float
     commits_per_s: float
 
 
@@ -53,43 +60,54 @@ def create_topic(bootstrap: str, topic: str) -> None:
         future.result(30)
 
 
-def consumer(bootstrap: str, group: str) -> Consumer:
+def consumer(bootstrap: str, group: str, strategy: str = "range") -> Consumer:
     return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                      "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500,
-                     "auto.offset.reset": "earliest"})
+                     "auto.offset.reset": "earliest", "partition.assignment.strategy": strategy})
 
 
-def time_to_stable(bootstrap: str, topic: str) -> float:
-    """Seconds from subscribe() to a group of MEMBERS sharing every partition."""
+def time_to_stable(bootstrap: str, topic: str, strategy: str) -> tuple[float, float]:
+    """Seconds from subscribe() to a group of MEMBERS sharing every partition, then from a further member's
+    subscribe() to all of them sharing every partition."""
     group = f"bench-stable-{uuid.uuid4().hex[:8]}"
-    members = [consumer(bootstrap, group) for _ in range(MEMBERS)]
-    assignments: list[list[int]] = [[] for _ in members]
+    members = [consumer(bootstrap, group, strategy) for _ in range(MEMBERS + 1)]
+    assignments: list[set[int]] = [set() for _ in members]
     stop = threading.Event()
 
     def run(i: int) -> None:
+        # eager: each assignment replaces the last; incremental: partitions are added and revoked one by one
         def on_assign(_: Consumer, partitions: list[TopicPartition]) -> None:
-            assignments[i] = [p.partition for p in partitions]
+            assignments[i] = (assignments[i] if strategy == COOPERATIVE else set()) | {p.partition for p in partitions}
 
-        members[i].subscribe([topic], on_assign=on_assign, on_revoke=lambda *_: assignments.__setitem__(i, []))
+        def on_revoke(_: Consumer, partitions: list[TopicPartition]) -> None:
+            assignments[i] = assignments[i] - {p.partition for p in partitions} if strategy == COOPERATIVE else set()
+
+        members[i].subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
         while not stop.is_set():
             members[i].poll(0.05)
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(MEMBERS)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    try:
+    def wait_shared(count: int) -> float:
+        start = time.perf_counter()
         while True:
-            owned = [p for a in assignments for p in a]
-            if sorted(owned) == list(range(PARTITIONS)) and all(assignments):
+            owned = [p for a in assignments[:count] for p in a]
+            if sorted(owned) == list(range(PARTITIONS)) and all(assignments[:count]):
                 return time.perf_counter() - start
             if time.perf_counter() - start > JOIN_TIMEOUT_S:
-                raise TimeoutError(f"no stable group of {MEMBERS} within {JOIN_TIMEOUT_S} s")
+                raise TimeoutError(f"no stable group of {count} within {JOIN_TIMEOUT_S} s")
             time.sleep(0.005)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(MEMBERS + 1)]
+    try:
+        for t in threads[:MEMBERS]:
+            t.start()
+        formed = wait_shared(MEMBERS)
+        threads[MEMBERS].start()
+        return formed, wait_shared(MEMBERS + 1)
     finally:
         stop.set()
         for t in threads:
-            t.join()
+            if t.is_alive():
+                t.join()
         for m in members:
             m.close()
 
@@ -122,9 +140,10 @@ def run_once(which: str, workdir: Path, commit_seconds: float, initial_delay_ms:
         broker: BrokerProc
         topic = f"bench-groups-{uuid.uuid4().hex[:8]}"
         create_topic(broker.bootstrap, topic)
-        stable_s = time_to_stable(broker.bootstrap, topic)
+        eager = time_to_stable(broker.bootstrap, topic, "range")
+        cooperative = time_to_stable(broker.bootstrap, topic, COOPERATIVE)
         rate = commit_rate(broker.bootstrap, topic, commit_seconds)
-    return RunResult(which, stable_s, rate)
+    return RunResult(which, *eager, *cooperative, rate)
 
 
 def summarize(runs: list[RunResult]) -> list[list[str]]:
@@ -132,7 +151,11 @@ def summarize(runs: list[RunResult]) -> list[list[str]]:
         return [getattr(r, attr) for r in runs if r.broker == broker]
 
     rows = []
-    for label, attr, digits in (("3 consumers to Stable (s)", "stable_s", 2), ("sync commits/s", "commits_per_s", 0)):
+    for label, attr, digits in (("range: 3 consumers to Stable (s)", "stable_s", 2),
+                                ("range: a 4th joins, all 4 assigned (s)", "fourth_s", 2),
+                                ("cooperative-sticky: 3 consumers to Stable (s)", "cooperative_stable_s", 2),
+                                ("cooperative-sticky: a 4th joins, all 4 assigned (s)", "cooperative_fourth_s", 2),
+                                ("sync commits/s", "commits_per_s", 0)):
         rows.append(compare_row(label, values("ours", attr), values("tansu", attr), digits))
     return rows
 
@@ -146,7 +169,9 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     runs = alternate_runs("epoch-bench-groups-", args.runs, args.only,
                           lambda which, workdir: run_once(which, workdir, args.commit_seconds, args.initial_delay_ms),
-                          lambda r: f"stable in {r.stable_s:.2f} s, {r.commits_per_s:.0f} commits/s")
+                          lambda r: f"stable in {r.stable_s:.2f} s (cooperative {r.cooperative_stable_s:.2f} s), "
+                                    f"4th in {r.fourth_s:.2f} s (cooperative {r.cooperative_fourth_s:.2f} s), "
+                                    f"{r.commits_per_s:.0f} commits/s")
     table = summarize(runs)
     print_table(f"groups, confluent-kafka, median (min-max) of {args.runs} runs; ours with "
                 f"group.initial.rebalance.delay.ms={args.initial_delay_ms}",
