@@ -67,7 +67,7 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"  # as broker.group_coordinator, which is imported only when needed
 TXN_TOPIC = "__transaction_state"  # as broker.transaction_coordinator, likewise
-MAINTENANCE_INTERVAL_S = 5.0  # flush.ms, retention and offset checkpoints
+MAINTENANCE_INTERVAL_S = 5.0  # flush.ms, retention and offset checkpoints (cleaning: log.cleaner.backoff.ms)
 FATAL_EXIT_STATUS = 3
 
 
@@ -274,13 +274,32 @@ class Broker:
         return self._transaction_coordinator
 
     async def _maintain(self) -> None:
-        assert self._log_manager is not None
+        """Flush.ms, retention and checkpoints every MAINTENANCE_INTERVAL_S; with log.cleaner.enable, a cleaning
+        pass log.cleaner.backoff.ms after the last one ended."""
+        jobs = [self._maintain_logs()]
+        if self.config.log_cleaner_enable:
+            jobs.append(self._clean_logs())
+        await asyncio.gather(*jobs)
+
+    async def _maintain_logs(self) -> None:
         while True:
             await asyncio.sleep(MAINTENANCE_INTERVAL_S)
             try:
-                self._log_manager.maintain()
+                self.log_manager.maintain()
             except Exception:
                 log.exception("log maintenance failed")
+
+    async def _clean_logs(self) -> None:
+        """Each cleaning reads and writes segments in a worker thread (storage/log_cleaner.py) while this loop serves
+        requests; it is planned and swapped in here, between them."""
+        while True:
+            await asyncio.sleep(self.config.log_cleaner_backoff_ms / 1000)
+            try:
+                for tp, cleaning in self.log_manager.cleanings(self.config.log_cleaner_io_max_bytes_per_second):
+                    await asyncio.to_thread(cleaning.run)
+                    self.log_manager.finish_cleaning(tp, cleaning)
+            except Exception:
+                log.exception("log cleaning failed")
 
     async def stop(self) -> None:
         log.info("stopping node %d", self.node_id)

@@ -85,6 +85,28 @@ def _int(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _float(minimum: float, maximum: float = float("inf")) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        value = float(text.strip())
+        if not minimum <= value <= maximum:  # NaN too
+            raise ValueError
+        return value
+
+    parse.expected = f"a number from {minimum} to {maximum}"  # type: ignore[attr-defined]
+    return parse
+
+
+def _cleanup_policy(text: str) -> str:
+    """Kafka's cleanup.policy list: delete, compact, or both (`compact,delete`), as given."""
+    policies = [part.strip() for part in text.split(",") if part.strip()]
+    if not policies or not set(policies) <= {"delete", "compact"}:
+        raise ValueError
+    return ",".join(policies)
+
+
+_cleanup_policy.expected = "delete, compact or compact,delete"  # type: ignore[attr-defined]
+
+
 def _bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered not in ("true", "false"):
@@ -313,7 +335,12 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "zookeeper.session.timeout.ms": ("zookeeper_session_timeout_ms", _int(1)),
     "zookeeper.connection.timeout.ms": ("zookeeper_connection_timeout_ms", _int(1)),
     "cluster.id": ("cluster_id", _text),
-    "log.cleanup.policy": ("log_cleanup_policy", _choice("delete", "compact")),
+    "log.cleanup.policy": ("log_cleanup_policy", _cleanup_policy),
+    "log.cleaner.enable": ("log_cleaner_enable", _bool),
+    "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", _int(1)),
+    "log.cleaner.delete.retention.ms": ("log_cleaner_delete_retention_ms", _int(0)),
+    "log.cleaner.min.cleanable.ratio": ("log_cleaner_min_cleanable_ratio", _float(0, 1)),
+    "log.cleaner.io.max.bytes.per.second": ("log_cleaner_io_max_bytes_per_second", _float(1)),
     "compression.type": ("compression_type", _choice(*COMPRESSION_TYPES)),
     "cluster.max.partitions": ("cluster_max_partitions", _int(1)),
     "max.connections": ("max_connections", _int(0)),
@@ -391,6 +418,11 @@ class BrokerConfig:
     zookeeper_connection_timeout_ms: int = 0  # 0: the session timeout
     cluster_id: str = ""
     log_cleanup_policy: str = "delete"
+    log_cleaner_enable: bool = True  # storage/log_cleaner.py: compaction of cleanup.policy=compact logs
+    log_cleaner_backoff_ms: int = 15_000  # between two cleaning passes
+    log_cleaner_delete_retention_ms: int = 86_400_000  # delete.retention.ms's default
+    log_cleaner_min_cleanable_ratio: float = 0.5  # min.cleanable.dirty.ratio's default
+    log_cleaner_io_max_bytes_per_second: float = 1.7976931348623157e308  # Kafka's default: Double.MaxValue
     compression_type: str = "producer"
     cluster_max_partitions: int = 50_000
     max_connections: int = 2**31 - 1  # Kafka's defaults: no limit but the file-descriptor budget
@@ -621,8 +653,11 @@ TOPIC_CONFIGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "unclean.leader.election.enable": ("unclean_leader_election_enable", _bool),
     "flush.messages": ("log_flush_interval_messages", _int(1)),
     "flush.ms": ("log_flush_interval_ms", _int(0)),
-    # compact: kept forever (no time or size retention); segments are not compacted.
-    "cleanup.policy": ("log_cleanup_policy", _choice("delete", "compact")),
+    # delete: retention deletes old segments; compact: the log cleaner keeps the latest record of each key (and no
+    # retention by time or size); compact,delete: both
+    "cleanup.policy": ("log_cleanup_policy", _cleanup_policy),
+    "delete.retention.ms": ("log_cleaner_delete_retention_ms", _int(0)),
+    "min.cleanable.dirty.ratio": ("log_cleaner_min_cleanable_ratio", _float(0, 1)),
     # producer: batches stored as the producer compressed them; a codec: batches with another one recompressed
     "compression.type": ("compression_type", _choice(*COMPRESSION_TYPES)),
     "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _int(0)),

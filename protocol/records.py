@@ -611,3 +611,30 @@ def parse_end_txn_marker(buf: Buffer, pos: int, header: BatchHeader) -> EndTxnMa
             coordinator_epoch = _MARKER_VALUE.unpack_from(record.value)[1]
         return EndTxnMarker(kind == CONTROL_COMMIT, coordinator_epoch)
     raise CorruptRecordError(f"control batch at offset {header.base_offset} holds no transaction marker")
+
+
+# -- batches rewritten with some of their records (the log cleaner) -------------------------------------------
+
+def _encoded(header: BatchHeader, records: bytes) -> tuple[bytearray, BatchHeader]:
+    """`header` over `records` (already compressed if the header says so), with its length and CRC made right."""
+    batch = bytearray(BATCH_HEADER_SIZE) + records
+    header = header._replace(batch_length=len(batch) - LOG_OVERHEAD, crc=0)
+    _HEADER.pack_into(batch, 0, *header)
+    header = header._replace(crc=compute_crc(batch, 0, header))
+    _HEADER.pack_into(batch, 0, *header)
+    return batch, header
+
+
+def batch_keeping(header: BatchHeader, body: Buffer, spans: list[tuple[int, int]]) -> tuple[bytearray, BatchHeader]:
+    """The batch with only the records at `spans` of its body, compressed again with its codec."""
+    view = memoryview(body)
+    records = b"".join(view[start:end] for start, end in spans)
+    if header.compression is not Compression.NONE:
+        records = _compress(header.compression, bytes(records))
+    return _encoded(header._replace(records_count=len(spans)), records)
+
+
+def empty_batch(header: BatchHeader) -> tuple[bytearray, BatchHeader]:
+    """The batch's bare header: no records, no codec (an empty body does not decompress), as Kafka's
+    DefaultRecordBatch.writeEmptyHeader."""
+    return _encoded(header._replace(records_count=0, attributes=header.attributes - header.compression), b"")

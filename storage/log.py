@@ -3,8 +3,9 @@
 Directory ``<topic>-<partition>/`` holds ``<base>.log/.index/.timeindex`` per segment, and ``<base>.txnindex`` for a
 segment holding abort markers (storage.segment, storage.transaction_index),
 ``leader-epoch-checkpoint`` (storage.leader_epoch) and ``<offset>.snapshot`` (storage.producer_state).
-The high watermark, recovery point and log start offset are persisted per log directory by the
-LogManager.
+``<base>.<kind>.cleaned`` files are a cleaning in progress (storage.log_cleaner), deleted at open.
+The high watermark, recovery point, log start offset and first dirty offset are persisted per log directory by
+the LogManager.
 
 Rules:
 - Offsets: log start offset <= high watermark <= log end offset (LEO). Batches are whole on disk.
@@ -28,6 +29,18 @@ Rules:
   and skip the aborted transactions overlapping what they read (`aborted_transactions`).
 - Reads return file ranges (FileSlice) for os.sendfile; a deleted segment's file descriptor stays
   open for ``file_delete_delay_ms`` so in-flight sendfiles finish, as Kafka's file.delete.delay.ms.
+- Retention deletes segments only when cleanup.policy holds ``delete``: Kafka never deletes a compact-only log by
+  age or size.
+- Compaction (storage.log_cleaner) replaces consecutive segments that are not active by one cleaned segment with
+  the first one's base offset (`replace_segments`): offsets never change, gaps may lie inside it, and it ends where
+  the last replaced one ended, so segments stay contiguous. The swap runs in a crash-safe order: the first
+  segment's ``.index`` is deleted, then its ``.timeindex``; ``<base>.log.cleaned`` is renamed over ``<base>.log``
+  (the commit); the other replaced segments are deleted; the new index files are renamed in, ``.index`` last. An
+  open undoes or completes a cut-short swap: ``.cleaned`` files are deleted; a segment (not the last) whose
+  ``.index`` is empty while its ``.log`` is not has both indexes rebuilt from it (lost index files too, as Kafka
+  does); segments starting below the end of the segment before them are what a committed swap merged and had not
+  deleted yet: they are deleted. ``first_dirty_offset`` (where the cleaner's next pass starts reading new records)
+  comes down with a truncation below it.
 """
 
 from __future__ import annotations
@@ -62,7 +75,7 @@ from epoch_broker.storage.fs import FileSystem
 from epoch_broker.storage.leader_epoch import LeaderEpochCache
 from epoch_broker.storage.log_validator import LONG_MAX, ValidationRules, recompressed, validate_client_batches
 from epoch_broker.storage.producer_state import CompletedTxn, ProducerStateManager
-from epoch_broker.storage.segment import LogSegment
+from epoch_broker.storage.segment import CLEANED_SUFFIX, LogSegment, file_name
 from epoch_broker.storage.transaction_index import AbortedTxn
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries store offsets relative to the segment as int32
@@ -90,6 +103,9 @@ class LogConfig:
     fsync_every_append: bool = False  # not a Kafka config: single-node durability
     validation: ValidationRules = field(default_factory=ValidationRules)  # log_validator.py: client batches
     file_delete_delay_ms: int = 60_000  # file.delete.delay.ms
+    cleanup_policy: frozenset[str] = frozenset({"delete"})  # cleanup.policy: delete (retention), compact, or both
+    delete_retention_ms: int = 86_400_000  # delete.retention.ms: how long the cleaner keeps a tombstone
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio: dirty share of the bytes that starts a clean
 
 
 class AppendInfo(NamedTuple):
@@ -130,6 +146,8 @@ class PartitionLog:
         self._retired: list[tuple[int, LogSegment]] = []  # (close after ms, segment)
         # closed transactions whose marker is not below the high watermark yet: (marker offset, first offset)
         self._unreplicated_txns: deque[tuple[int, int]] = deque()
+        self.first_dirty_offset = 0  # the log cleaner's: records from here on are not cleaned yet
+        self.truncation_count = 0  # truncations so far: a cleaning planned before one is not swapped in
 
     # --- opening and recovery ---------------------------------------------------------------------
 
@@ -143,6 +161,7 @@ class PartitionLog:
         recovery_point: int = 0,
         log_start_offset: int = 0,
         high_watermark: int = 0,
+        first_dirty_offset: int = 0,
         clean_shutdown: bool = False,
         clock: Callable[[], int] = wall_clock_ms,
     ) -> PartitionLog:
@@ -151,13 +170,17 @@ class PartitionLog:
         log = cls(directory, config, fs, clock)
         log._load(recovery_point, log_start_offset, clean_shutdown)
         log.high_watermark = high_watermark
+        # a checkpoint past the log end predates a truncation: what lies below it may not be clean (Kafka's reset)
+        start, end = log.log_start_offset, log.log_end_offset
+        log.first_dirty_offset = first_dirty_offset if start <= first_dirty_offset <= end else start
         return log
 
     def _load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool) -> None:
         bases = []
         for name in self.fs.listdir(self.directory):
-            if name.endswith(".tmp"):
-                self.fs.remove(os.path.join(self.directory, name))  # an interrupted write_atomic
+            if name.endswith((".tmp", CLEANED_SUFFIX)):
+                # an interrupted write_atomic, or a cleaning stopped before its swap renamed these in
+                self.fs.remove(os.path.join(self.directory, name))
             elif name.endswith(".log") and name[:-4].isdigit():
                 bases.append(int(name[:-4]))
         now = self.clock()
@@ -165,6 +188,7 @@ class PartitionLog:
             self._add_segment(LogSegment(self.directory, base, self.fs, self.config.index_interval_bytes, now))
         if not self.segments:
             self._add_segment(self._new_segment(max(log_start_offset, 0)))
+        first_corrupt = self._rebuild_lost_indexes()
         # Where validation starts: nowhere after a clean shutdown, else from the recovery point;
         # from the very start when the epoch history must be re-derived.
         if clean_shutdown and self.epoch_cache.loaded_from_checkpoint:
@@ -173,9 +197,10 @@ class PartitionLog:
             first_unsafe = 0
         else:
             first_unsafe = max(0, bisect.bisect_right(self._bases, recovery_point) - 1)
+        first_unsafe = min(first_unsafe, first_corrupt)
         for i, segment in enumerate(self.segments[:first_unsafe]):
             if segment.index.entries == 0 and segment.size > 0:
-                first_unsafe = i  # index files lost: rebuild from here
+                first_unsafe = i  # the last segment's index files lost: recover it
                 break
             segment.max_timestamp = segment.time_index.last[0] if segment.time_index.last else -1
             if i + 1 < len(self.segments):
@@ -203,6 +228,27 @@ class PartitionLog:
         self.recovery_point = leo if recovered else min(max(recovery_point, 0), leo)
         self._rebuild_producer_state()
 
+    def _rebuild_lost_indexes(self) -> int:
+        """Rebuild both indexes of each segment but the last whose ``.index`` is empty while its ``.log`` is not: the
+        files were lost, or a cleaning's swap was cut short before renaming them in (the last segment is left to
+        recovery, which rebuilds them too). Segments starting below the end of a rebuilt one are what that swap had
+        merged into it: they are deleted. Returns the position of the first segment found corrupt (cut), or the
+        number of segments."""
+        i = 0
+        while i < len(self.segments) - 1:
+            segment = self.segments[i]
+            if segment.index.entries == 0 and segment.size > 0:
+                # the epoch cache and producer snapshots stay: the records are those they were derived from
+                if segment.recover(lambda header: None):
+                    return i
+                segment.flush()  # it may lie below the recovery point, which later flushes no longer reach
+                end = i + 1
+                while end < len(self.segments) and self.segments[end].base_offset < segment.next_offset:
+                    end += 1
+                self._drop_segments(i + 1, end)
+            i += 1
+        return len(self.segments)
+
     def _recover_from(self, first: int) -> None:
         # The epoch history of the rescanned range is re-derived from its batches: forget what the
         # checkpoint said about it, keep what it said about the trusted range before it.
@@ -215,24 +261,26 @@ class PartitionLog:
         for i in range(first, len(self.segments)):
             segment = self.segments[i]
             if i > first and segment.base_offset != self.segments[i - 1].next_offset:
-                # Segments are contiguous (a roll starts the next one at the LEO): a gap means the
-                # previous segment lost its tail, so whatever follows is not a valid continuation.
-                self._drop_segments_from(i)
+                # Segments are contiguous (a roll starts the next one at the LEO, a cleaned one ends where the
+                # segments it replaced ended): a gap means the previous segment lost its tail, so whatever follows
+                # is not a valid continuation.
+                self._drop_segments(i)
                 break
             cut = segment.recover(on_batch)
             if cut:
                 # Corruption: nothing after the first bad byte can be trusted.
-                self._drop_segments_from(i + 1)
+                self._drop_segments(i + 1)
                 break
         for segment in self.segments[first:]:
             segment.flush()
 
-    def _drop_segments_from(self, i: int) -> None:
-        for segment in self.segments[i:]:
+    def _drop_segments(self, start: int, stop: int | None = None) -> None:
+        """Close and delete segments[start:stop] (at open: nothing can be reading them)."""
+        for segment in self.segments[start:stop]:
             segment.close_handles()
             segment.delete_files()
-        del self.segments[i:]
-        del self._bases[i:]
+        del self.segments[start:stop]
+        del self._bases[start:stop]
 
     def _rebuild_producer_state(self) -> None:
         leo = self.log_end_offset
@@ -594,11 +642,13 @@ class PartitionLog:
         while len(self.segments) > 1 and self.active_segment.base_offset >= offset:
             self._remove_segment(len(self.segments) - 1)
         self.active_segment.truncate_to(offset)
+        self.truncation_count += 1
         leo = self.log_end_offset
         self.epoch_cache.truncate_from_end(leo)
         self._log_start_offset = min(self._log_start_offset, leo)
         self._high_watermark = min(self._high_watermark, leo)
         self.recovery_point = min(self.recovery_point, leo)
+        self.first_dirty_offset = min(self.first_dirty_offset, leo)
         self._rebuild_producer_state()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -610,7 +660,8 @@ class PartitionLog:
         self.producer_state.clear()
         self.producer_state.delete_snapshots_from(0)
         self._unreplicated_txns.clear()
-        self._log_start_offset = self._high_watermark = self.recovery_point = offset
+        self.truncation_count += 1
+        self._log_start_offset = self._high_watermark = self.recovery_point = self.first_dirty_offset = offset
 
     def delete_records_before(self, offset: int) -> None:
         """Advance the log start offset (DeleteRecords); whole segments below it are deleted."""
@@ -627,12 +678,13 @@ class PartitionLog:
     def apply_retention(self, now_ms: int) -> int:
         """Delete whole segments past retention.ms / retention.bytes; returns how many.
 
-        Only segments wholly below the high watermark go, and never the active one.
+        Only segments wholly below the high watermark go, and never the active one; none when cleanup.policy does
+        not hold ``delete``.
         """
         self._close_retired(now_ms)
         deleted = 0
         total = self.size
-        while len(self.segments) > 1:
+        while len(self.segments) > 1 and "delete" in self.config.cleanup_policy:
             segment, following = self.segments[0], self.segments[1]
             too_old = 0 <= self.config.retention_ms < now_ms - segment.max_timestamp
             too_big = 0 <= self.config.retention_bytes <= total - segment.size
@@ -648,6 +700,53 @@ class PartitionLog:
         if self.clock() - self.active_segment.created_ms >= self.config.segment_ms:
             self.maybe_roll()
         return deleted
+
+    # --- compaction -------------------------------------------------------------------------------
+
+    def replace_segments(self, old: list[LogSegment]) -> bool:
+        """Swap in the cleaned segment the log cleaner wrote for ``old`` (consecutive segments, not the active one):
+        ``<base>.*.cleaned`` files of old[0]'s base offset, fsynced, ending where old[-1] ends. In the crash-safe
+        order of the module's rules; the replaced segment objects are retired as deleted ones are, so in-flight
+        sendfiles finish. False (nothing done) if ``old`` are no longer consecutive segments of this log, or take
+        in the active one: they were deleted or truncated meanwhile."""
+        i = self._segment_index(old[0].base_offset)
+        if self.segments[i : i + len(old)] != old or i + len(old) >= len(self.segments):
+            return False
+        first = old[0]
+        base = first.base_offset
+
+        def cleaned(suffix: str) -> str:
+            return file_name(self.directory, base, suffix + CLEANED_SUFFIX)
+
+        def final(suffix: str) -> str:
+            return file_name(self.directory, base, suffix)
+
+        try:
+            for suffix in (".index", ".timeindex"):  # .index first: its absence is what makes an open rebuild both
+                if self.fs.exists(final(suffix)):
+                    self.fs.remove(final(suffix))
+            self.fs.fsync_dir(self.directory)
+            self.fs.rename(cleaned(".log"), final(".log"))  # the commit
+            self.fs.fsync_dir(self.directory)
+            for segment in old[1:]:
+                segment.delete_files()
+            if not self.fs.exists(cleaned(".txnindex")):
+                first.txn_index.delete()  # none of them indexed an abort
+            for suffix in (".txnindex", ".timeindex", ".index"):  # .index last
+                if self.fs.exists(cleaned(suffix)):
+                    self.fs.rename(cleaned(suffix), final(suffix))
+            self.fs.fsync_dir(self.directory)
+            segment = LogSegment(self.directory, base, self.fs, self.config.index_interval_bytes, first.created_ms)
+            segment.load_tail()
+        except OSError as exc:
+            # Which step failed is unknown in memory: the next open completes or undoes the swap from the files.
+            self.offline = True
+            raise KafkaStorageError(f"swapping in a cleaned segment in {self.directory} failed: {exc}") from exc
+        self.segments[i : i + len(old)] = [segment]
+        self._bases[i : i + len(old)] = [base]
+        deadline = self.clock() + self.config.file_delete_delay_ms
+        self._retired.extend((deadline, replaced) for replaced in old)
+        return True
 
     # --- shutdown ---------------------------------------------------------------------------------
 

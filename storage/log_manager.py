@@ -7,6 +7,7 @@ Layout of each log directory::
     replication-offset-checkpoint         high watermarks       "topic partition offset" lines
     recovery-point-offset-checkpoint      recovery points       (format: storage.checkpoint)
     log-start-offset-checkpoint           log start offsets
+    cleaner-offset-checkpoint             first dirty offsets of the compacted logs (storage.log_cleaner)
     .kafka_cleanshutdown                  present only between a clean shutdown and the next start
 
 Rules:
@@ -16,29 +17,41 @@ Rules:
 - Delete: rename the directory to ``...-delete`` (one atomic step), then remove it; a crash in
   between leaves a ``-delete`` directory that the next start removes.
 - Checkpoints are written atomically; a missing or corrupt one reads as empty (recovery point 0:
-  the log rescans; high watermark 0: replication re-advances it).
+  the log rescans; high watermark 0: replication re-advances it; first dirty offset 0: the log is cleaned again
+  from its start).
+- Cleaning (storage.log_cleaner): `cleanings` yields the cleanings due, one log at a time, planned when reached;
+  the caller runs each (`Cleaning.run`, in a worker thread: the broker's maintenance) and hands it back to
+  `finish_cleaning`, which swaps it in, writes the log dir's cleaner checkpoint and logs one INFO line.
+  `clean_now` does a whole pass in the calling thread. A shutdown aborts the cleaning in progress.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from epoch_broker.storage.checkpoint import CheckpointFile
 from epoch_broker.storage.fs import FileSystem
-from epoch_broker.storage.log import LogConfig, PartitionLog, wall_clock_ms
+from epoch_broker.storage.log import LONG_MAX, LogConfig, PartitionLog, wall_clock_ms
+from epoch_broker.storage.log_cleaner import CleanerStats, Cleaning, cleanable_range, plan
+
+logger = logging.getLogger(__name__)  # `log` names a PartitionLog here
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
+CLEANER_OFFSET_FILE = "cleaner-offset-checkpoint"
 DELETE_SUFFIX = "-delete"
 # what takes the place of an unusable checkpoint of the log dir (CheckpointFile's warning says it)
 _FALLBACKS = {
     HIGH_WATERMARK_FILE: "high watermarks start at the log start (followers and the leader move them again)",
     RECOVERY_POINT_FILE: "every log is recovered from its first segment",
     LOG_START_FILE: "log start offsets are taken from the first segments",
+    CLEANER_OFFSET_FILE: "compacted logs are cleaned again from their start",
 }
 STRAY_SUFFIX = "-stray"  # a partition this broker no longer hosts, kept for the operator (never loaded)
 
@@ -71,6 +84,8 @@ class LogManager:
         self.logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, str] = {}
         self.was_clean_shutdown: dict[str, bool] = {}
+        self._cleaning: Cleaning | None = None  # the last one `cleanings` yielded, until finished
+        self._tombstones_expire: dict[TopicPartition, int] = {}  # when a tombstone the last cleaning kept may go
 
     @classmethod
     def open(
@@ -104,6 +119,7 @@ class LogManager:
         recovery_points = self._read_offsets(log_dir, RECOVERY_POINT_FILE)
         log_starts = self._read_offsets(log_dir, LOG_START_FILE)
         high_watermarks = self._read_offsets(log_dir, HIGH_WATERMARK_FILE)
+        first_dirty = self._read_offsets(log_dir, CLEANER_OFFSET_FILE)
         for name in sorted(self.fs.listdir(log_dir)):
             path = os.path.join(log_dir, name)
             if name.endswith(DELETE_SUFFIX):
@@ -119,6 +135,7 @@ class LogManager:
                 recovery_point=recovery_points.get(tp, 0),
                 log_start_offset=log_starts.get(tp, 0),
                 high_watermark=high_watermarks.get(tp, 0),
+                first_dirty_offset=first_dirty.get(tp, 0),
                 clean_shutdown=clean,
                 clock=self.clock,
             )
@@ -188,6 +205,14 @@ class LogManager:
             self._checkpoint(log_dir, LOG_START_FILE).write(
                 (t, p, log.log_start_offset) for (t, p), log in mine
             )
+            self._write_cleaner_offsets(log_dir)
+
+    def _write_cleaner_offsets(self, log_dir: str) -> None:
+        compacted = sorted((tp, log) for tp, log in self.logs.items()
+                           if self._dir_of[tp] == log_dir and "compact" in log.config.cleanup_policy)
+        self._checkpoint(log_dir, CLEANER_OFFSET_FILE).write(
+            (t, p, log.first_dirty_offset) for (t, p), log in compacted
+        )
 
     def flush_all(self) -> None:
         """Flush every log, then record the new recovery points."""
@@ -202,6 +227,68 @@ class LogManager:
             log.maybe_flush(now)
             log.apply_retention(now)
         self.checkpoint()
+
+    # --- cleaning ---------------------------------------------------------------------------------
+
+    def cleanings(self, io_max_bytes_per_second: float = math.inf, force: bool = False
+                  ) -> Iterator[tuple[TopicPartition, Cleaning]]:
+        """The cleanings due now, dirtiest log first, each planned when the iteration reaches it (on this thread):
+        logs whose cleanup.policy holds compact, whose dirty ratio reaches their min.cleanable.dirty.ratio, or whose
+        last cleaning kept a tombstone that has expired since; with `force`, every compacted log with something to
+        clean. Run each, then give it to `finish_cleaning`, before taking the next."""
+        now = self.clock()
+        due = []
+        for tp, partition_log in self.logs.items():
+            if "compact" not in partition_log.config.cleanup_policy or partition_log.offline:
+                continue
+            cleanable = cleanable_range(partition_log)
+            min_ratio = partition_log.config.min_cleanable_dirty_ratio
+            dirty = cleanable.dirty_bytes > 0 and cleanable.dirty_ratio >= min_ratio
+            if force or dirty or self._tombstones_expire.get(tp, LONG_MAX) <= now:
+                due.append((cleanable.dirty_ratio, tp, partition_log))
+        for _, tp, partition_log in sorted(due, key=lambda item: -item[0]):
+            if self.logs.get(tp) is partition_log and not partition_log.offline:  # not deleted meanwhile
+                self._cleaning = plan(partition_log, io_max_bytes_per_second)
+                if self._cleaning is not None:
+                    yield tp, self._cleaning
+
+    def finish_cleaning(self, tp: TopicPartition, cleaning: Cleaning) -> CleanerStats | None:
+        """After `cleaning.run`: swap the cleaned segments in and log what was done; None if nothing was (the run
+        failed: WARNING; or the log changed meanwhile)."""
+        self._cleaning = None
+        name = f"{tp[0]}-{tp[1]}"
+        if self.logs.get(tp) is not cleaning.log:  # deleted or moved away while it ran
+            cleaning.discard()
+            return None
+        stats = cleaning.swap()
+        if stats is None:
+            if cleaning.error is not None:
+                logger.warning("cleaning %s failed, its log stays as it was: %s", name, cleaning.error)
+            else:
+                logger.info("cleaning %s discarded: the log was truncated or taken offline meanwhile", name)
+            return None
+        expire = cleaning.tombstones_expire_ms
+        if expire is None:
+            self._tombstones_expire.pop(tp, None)
+        else:
+            self._tombstones_expire[tp] = expire
+        self._write_cleaner_offsets(self._dir_of[tp])
+        mib = 1 << 20
+        logger.info("cleaned %s below offset %d: %d segments into %d, %.1f MB of log (read %.1f MB, wrote %.1f MB), "
+                    "%d of %d records removed, in %.2f s (%.1f MB/s)", name, cleaning.end, stats.segments_read,
+                    stats.segments_written, stats.log_bytes / mib, stats.bytes_read / mib, stats.bytes_written / mib,
+                    stats.records_removed, stats.records_read, stats.seconds, stats.mb_per_second)
+        return stats
+
+    def clean_now(self, io_max_bytes_per_second: float = math.inf) -> list[CleanerStats]:
+        """A cleaning pass at once, in this thread, of every compacted log with something to clean, whatever its
+        dirty ratio (tests, tools)."""
+        done = []
+        for tp, cleaning in self.cleanings(io_max_bytes_per_second, force=True):
+            cleaning.run()
+            if (stats := self.finish_cleaning(tp, cleaning)) is not None:
+                done.append(stats)
+        return done
 
     @staticmethod
     def count_partition_dirs(log_dirs: list[str]) -> int:
@@ -222,7 +309,9 @@ class LogManager:
                 log.truncate_to(max(log.recovery_point, log.log_start_offset))
 
     def shutdown(self) -> None:
-        """Clean shutdown: close every log, write checkpoints, then the marker."""
+        """Clean shutdown: stop the cleaning in progress, close every log, write checkpoints, then the marker."""
+        if self._cleaning is not None:
+            self._cleaning.abort()
         for log in self.logs.values():
             log.close()
         self.checkpoint()

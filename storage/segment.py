@@ -1,5 +1,6 @@
 """One log segment: ``<base>.log`` plus its ``.index``, ``.timeindex`` and, if it holds an abort marker,
-``.txnindex`` (storage.transaction_index) (base = 20-digit offset).
+``.txnindex`` (storage.transaction_index) (base = 20-digit offset). The same files with the suffix ``.cleaned``
+are a segment the log cleaner is writing (storage.log_cleaner), never read as part of the log.
 
 ``.log`` holds record batches back to back exactly as on the wire after the leader stamped them
 (layout in protocol.records). Nothing else: no segment header, no footer, so a segment can be sent
@@ -37,6 +38,7 @@ from epoch_broker.storage.index import OffsetIndex, TimeIndex
 from epoch_broker.storage.transaction_index import TransactionIndex
 
 RECOVERY_CHUNK = 8 << 20  # read size while validating a segment: large reads, bounded memory
+CLEANED_SUFFIX = ".cleaned"  # after a segment's file names: the log cleaner's output before its swap
 
 
 def file_name(directory: str, base_offset: int, suffix: str) -> str:
@@ -51,18 +53,20 @@ class LogSegment:
         fs: FileSystem,
         index_interval_bytes: int,
         created_ms: int,
+        suffix: str = "",
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.fs = fs
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
-        self.log_path = file_name(directory, base_offset, ".log")
+        self.suffix = suffix  # CLEANED_SUFFIX for the log cleaner's output
+        self.log_path = file_name(directory, base_offset, ".log" + suffix)
         self.fd = fs.open(self.log_path)
         self.size = fs.size(self.fd)
-        self.index = OffsetIndex(file_name(directory, base_offset, ".index"), base_offset, fs)
-        self.time_index = TimeIndex(file_name(directory, base_offset, ".timeindex"), base_offset, fs)
-        self.txn_index = TransactionIndex(file_name(directory, base_offset, ".txnindex"), fs)
+        self.index = OffsetIndex(file_name(directory, base_offset, ".index" + suffix), base_offset, fs)
+        self.time_index = TimeIndex(file_name(directory, base_offset, ".timeindex" + suffix), base_offset, fs)
+        self.txn_index = TransactionIndex(file_name(directory, base_offset, ".txnindex" + suffix), fs)
         self.next_offset = base_offset
         self.max_timestamp = -1
         self._offset_of_max_timestamp = base_offset
@@ -272,7 +276,7 @@ class LogSegment:
 
     def delete_files(self) -> None:
         for suffix in (".log", ".index", ".timeindex"):
-            path = file_name(self.directory, self.base_offset, suffix)
+            path = file_name(self.directory, self.base_offset, suffix + self.suffix)
             if self.fs.exists(path):
                 self.fs.remove(path)
         self.txn_index.delete()

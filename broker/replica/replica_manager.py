@@ -62,17 +62,21 @@ class InternalRecord(NamedTuple):
 
 
 def log_config_for(config: BrokerConfig, topic_configs: dict[str, Any]) -> LogConfig:
-    compacted = topic_configs["cleanup.policy"] == "compact"  # never deleted by age or size
+    cleanup_policy = frozenset(topic_configs["cleanup.policy"].split(","))
+    compacted = "compact" in cleanup_policy
     return LogConfig(
         segment_bytes=topic_configs["segment.bytes"],
         segment_ms=topic_configs["segment.ms"],
-        retention_bytes=-1 if compacted else topic_configs["retention.bytes"],
-        retention_ms=-1 if compacted else topic_configs["retention.ms"],
+        retention_bytes=topic_configs["retention.bytes"],
+        retention_ms=topic_configs["retention.ms"],
         flush_interval_messages=topic_configs["flush.messages"],
         flush_interval_ms=LONG_MAX if topic_configs["flush.ms"] is None else topic_configs["flush.ms"],
         message_timestamp_type=topic_configs["message.timestamp.type"],
         compression_type=topic_configs["compression.type"],
         fsync_every_append=config.log_flush_every_append,
+        cleanup_policy=cleanup_policy,
+        delete_retention_ms=topic_configs["delete.retention.ms"],
+        min_cleanable_dirty_ratio=topic_configs["min.cleanable.dirty.ratio"],
         validation=ValidationRules(
             compacted=compacted,
             timestamp_before_max_ms=topic_configs["message.timestamp.before.max.ms"],
