@@ -44,7 +44,6 @@ LOAD_YIELD_RECORDS = 1000
 COMPLETE_RETRY_S = 0.5
 
 PREPARED = {TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT}
-COMPLETED = {TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT, TxnState.EMPTY}
 # append errors as Kafka's coordinator answers them (the client retries or rediscovers its coordinator)
 _APPEND_ERRORS = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
