@@ -34,7 +34,7 @@ import contextlib
 import os
 import random
 import resource
-import select
+import selectors
 import shutil
 import signal
 import socket
@@ -217,15 +217,17 @@ class BrokerProcess:
     def _wait_ready(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            readable = select.select([self.proc.stdout], [], [], 0.1)[0]
-            if readable and b"listening on" in self.proc.stdout.readline():
-                return
-            if self.proc.poll() is not None:
-                status = self.proc.returncode
-                self._release()
-                raise RuntimeError(f"the broker exited with status {status}: "
-                                   f"{launcher.log_tail(str(self.log_path), 3).strip()}")
+        # a selector, not select.select: a test process may hold descriptors past FD_SETSIZE (1024)
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.proc.stdout, selectors.EVENT_READ)
+            while time.monotonic() < deadline:
+                if selector.select(0.1) and b"listening on" in self.proc.stdout.readline():
+                    return
+                if self.proc.poll() is not None:
+                    status = self.proc.returncode
+                    self._release()
+                    raise RuntimeError(f"the broker exited with status {status}: "
+                                       f"{launcher.log_tail(str(self.log_path), 3).strip()}")
         self.kill()
         raise TimeoutError(f"the broker was not ready within {READY_TIMEOUT_S:.0f} s; see {self.log_path}")
 

@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 import re
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -37,16 +37,18 @@ def read_until(proc: subprocess.Popen[str], marker: str, timeout: float = 60.0) 
     pending = b""
     lines: list[str] = []
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if select.select([fd], [], [], 0.1)[0]:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            *complete, pending = (pending + chunk).split(b"\n")
-            for line in complete:
-                lines.append(line.decode())
-                if marker in lines[-1]:
-                    return lines
+    with selectors.DefaultSelector() as selector:  # not select(): the test process may hold fds past 1024
+        selector.register(fd, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if selector.select(0.1):
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                *complete, pending = (pending + chunk).split(b"\n")
+                for line in complete:
+                    lines.append(line.decode())
+                    if marker in lines[-1]:
+                        return lines
     raise AssertionError(f"no {marker!r} from the launcher; it printed:\n" + "\n".join(lines))
 
 
