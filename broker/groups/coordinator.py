@@ -80,6 +80,22 @@ def partition_for(group_id: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
+def leader_location(broker: Any, topic: str, partition: int, listener: str) -> tuple[ErrorCode, int, str, int]:
+    """(error, node id, host, port) of the leader of a coordinator's internal `topic`-`partition`, as clients of
+    `listener` reach it (COORDINATOR_NOT_AVAILABLE while it has no reachable leader). `broker` is app.Broker."""
+    state = broker.metadata.partition(topic, partition)
+    if state is None or state.leader < 0:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    if state.leader == broker.node_id:
+        config = broker.config
+        endpoint = config.advertised_endpoints().get(listener, config.advertised)
+        return ErrorCode.NONE, broker.node_id, endpoint.host, endpoint.port
+    registration = broker.metadata.brokers.get(state.leader)
+    if registration is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    return (ErrorCode.NONE, state.leader, *registration.endpoint(listener))
+
+
 @dataclass(frozen=True, slots=True)
 class JoinResult:
     error: ErrorCode
@@ -368,17 +384,7 @@ class GroupCoordinator:
     def find_coordinator(self, group_id: str, listener: str) -> tuple[ErrorCode, int, str, int]:
         """(error, node id, host, port) of the leader of the group's `__consumer_offsets` partition, as clients
         of `listener` reach it."""
-        state = self.broker.metadata.partition(OFFSETS_TOPIC, partition_for(group_id, self.num_partitions))
-        if state is None or state.leader < 0:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-        if state.leader == self.broker.node_id:
-            config = self.broker.config
-            endpoint = config.advertised_endpoints().get(listener, config.advertised)
-            return ErrorCode.NONE, self.broker.node_id, endpoint.host, endpoint.port
-        registration = self.broker.metadata.brokers.get(state.leader)
-        if registration is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-        return (ErrorCode.NONE, state.leader, *registration.endpoint(listener))
+        return leader_location(self.broker, OFFSETS_TOPIC, partition_for(group_id, self.num_partitions), listener)
 
     def _append(self, partition: int, entries: list[tuple[bytes, bytes | None]],
                 producer: tuple[int, int] | None = None) -> asyncio.Future[Any]:

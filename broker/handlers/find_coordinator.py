@@ -24,7 +24,6 @@ from epoch_broker.protocol.messages import find_coordinator as messages
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-TXN_TOPIC = "__transaction_state"  # as broker.transactions.coordinator, imported only when first asked for
 NOT_FOUND = (-1, "", -1)  # node id, host, port
 
 Location = tuple[ErrorCode, int, str, int]  # error, node id, host, port
@@ -55,25 +54,9 @@ async def _locate_transactional_ids(context: RequestContext[BrokerServices], key
         except KafkaError:
             pass
     return [(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, *NOT_FOUND) if key not in visible
-            else leader_location(context, TXN_TOPIC, transactions.partition_for(key)) if available
+            else transactions.find_coordinator(key, context.listener) if available
             else (ErrorCode.COORDINATOR_NOT_AVAILABLE, *NOT_FOUND)
             for key in keys]
-
-
-def leader_location(context: RequestContext[BrokerServices], topic: str, partition: int) -> Location:
-    """(error, node id, host, port) of the leader of `topic`-`partition`, as clients of this listener reach it."""
-    services = context.services
-    state = services.metadata.partition(topic, partition)
-    if state is None or state.leader < 0:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, *NOT_FOUND
-    if state.leader == services.node_id:
-        config = services.config
-        endpoint = config.advertised_endpoints().get(context.listener, config.advertised)
-        return ErrorCode.NONE, services.node_id, endpoint.host, endpoint.port
-    registration = services.metadata.brokers.get(state.leader)
-    if registration is None:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, *NOT_FOUND
-    return (ErrorCode.NONE, state.leader, *registration.endpoint(context.listener))
 
 
 async def _ensure_offsets_topic(context: RequestContext[BrokerServices]) -> ErrorCode:

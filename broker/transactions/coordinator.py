@@ -28,7 +28,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from epoch_broker.broker.groups.coordinator import OFFSETS_TOPIC, partition_for
+from epoch_broker.broker.groups.coordinator import OFFSETS_TOPIC, leader_location, partition_for
 from epoch_broker.broker.transactions import records
 from epoch_broker.broker.transactions.markers import MarkerSender
 from epoch_broker.broker.transactions.records import TxnState
@@ -212,6 +212,10 @@ class TransactionCoordinator:
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.num_partitions)
+
+    def find_coordinator(self, transactional_id: str, listener: str) -> tuple[ErrorCode, int, str, int]:
+        """(error, node id, host, port) of the leader of the id's `__transaction_state` partition."""
+        return leader_location(self.broker, TXN_TOPIC, self.partition_for(transactional_id), listener)
 
     def coordinator_error(self, transactional_id: str) -> ErrorCode:
         partition = self.partition_for(transactional_id)
