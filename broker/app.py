@@ -207,10 +207,7 @@ class Broker:
         self._replica_manager.apply_metadata(records)
         self._replica_manager.move_strays()
         self._log_manager.checkpoint()
-        if OFFSETS_TOPIC in self.metadata.topics_by_name:  # groups to load (in the background)
-            _ = self.group_coordinator
-        if TXN_TOPIC in self.metadata.topics_by_name:  # transactions to load, perhaps to complete
-            _ = self.transaction_coordinator
+        self._start_coordinators()
         self._maintenance = asyncio.create_task(self._maintain())
         self.dispatcher.ready.set()
         log.info("node %d registered with broker epoch %d; %d partitions hosted", self.node_id,
@@ -235,6 +232,17 @@ class Broker:
         self._replica_manager.apply_metadata(records)
         for subscriber in self.metadata_subscribers:
             subscriber(records)
+        self._start_coordinators()
+
+    def _start_coordinators(self) -> None:
+        """Start the coordinator of each internal topic that exists, if not yet started: it loads the partitions led
+        here. Not only on a request: a broker that comes to lead a `__transaction_state` partition (the topic made
+        by another broker, or a failover) must finish the transactions it finds prepared there, asked or not."""
+        topics = self.metadata.topics_by_name
+        if self._group_coordinator is None and OFFSETS_TOPIC in topics:
+            _ = self.group_coordinator
+        if self._transaction_coordinator is None and TXN_TOPIC in topics:
+            _ = self.transaction_coordinator
 
     def _lose_power(self) -> None:
         """`fault.power.loss`: what survives a power cut is each log up to its last fsync, with no checkpoint or

@@ -6,12 +6,15 @@ transaction and the producer commits it there; the markers reach every partition
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import find_coordinator
+from epoch_broker.protocol.messages import add_partitions_to_txn, end_txn, find_coordinator, init_producer_id, produce
+from epoch_broker.protocol.records import build_batch
 
 from tests.cluster.support import Cluster, clear_fault, create_topic
 from tests.transactions.conftest import read_all, values
@@ -90,19 +93,42 @@ async def test_a_prepared_commit_is_completed_by_the_next_coordinator_when_the_f
         cluster: Cluster) -> None:
     """EndTxn is answered once PrepareCommit is durable; the markers follow. With one partition's leader refusing
     WriteTxnMarkers, the commit stays prepared there (its last stable offset holds read_committed readers back);
-    the coordinator is SIGKILLed; its successor finds PrepareCommit in `__transaction_state` and finishes it."""
+    the coordinator is SIGKILLed; its successor finds PrepareCommit in `__transaction_state` and finishes it,
+    though nobody asks it anything about transactions: the producer speaks only to the first coordinator."""
     await create_topic(cluster, TOPIC, partitions=PARTITIONS)
+    # node 0 alone is asked where ids live (which starts its coordinator); the id chosen is coordinated there
+    coordinator = 0
     txn_id = transactional_id()
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id,
-                         "linger.ms": 5})
-    await asyncio.to_thread(producer.init_transactions, 60)
-    coordinator = await transaction_coordinator(cluster, 0, txn_id)
-    blocked_partition = next(p for p in range(PARTITIONS) if cluster.leader(TOPIC, p) != coordinator)
-    blocked = cluster.leader(TOPIC, blocked_partition)
-    await cluster.set_fault(blocked, "fault.request.write_txn_markers", "error=NOT_LEADER_OR_FOLLOWER")
-    producer.begin_transaction()
-    committed = send(producer, "prepared")
-    await asyncio.to_thread(producer.commit_transaction, 60)
+    while await transaction_coordinator(cluster, 0, txn_id) != coordinator:
+        txn_id = transactional_id()
+    leaders = {p: cluster.leader(TOPIC, p) for p in range(PARTITIONS)}
+    blocked_partition = next(p for p in range(PARTITIONS) if leaders[p] != coordinator)
+    blocked = leaders[blocked_partition]
+    async with cluster.client(coordinator) as client:
+        deadline = time.monotonic() + 30
+        while True:  # the coordinator may still be loading the id's partition, as a client would retry
+            init = await client.request(init_producer_id.API, 1, init_producer_id.REQUEST.cls(
+                transactional_id=txn_id, transaction_timeout_ms=60000))
+            if init.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        assert init.error_code == ErrorCode.NONE, init
+        added = await client.request(add_partitions_to_txn.API, 3, add_partitions_to_txn.REQUEST.cls(
+            v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=init.producer_id,
+            v3_and_below_producer_epoch=init.producer_epoch, v3_and_below_topics=[
+                add_partitions_to_txn.REQUEST.AddPartitionsToTxnTopic(name=TOPIC, partitions=list(leaders))]))
+        assert all(result.partition_error_code == ErrorCode.NONE
+                   for topic in added.results_by_topic_v3_and_below for result in topic.results_by_partition), added
+        committed = []
+        for partition, leader in leaders.items():
+            sent = [f"prepared-{partition}-{i}" for i in range(4)]
+            await produce_transactional(cluster, leader, txn_id, init, partition, sent)
+            committed += sent
+        await cluster.set_fault(blocked, "fault.request.write_txn_markers", "error=NOT_LEADER_OR_FOLLOWER")
+        ended = await client.request(end_txn.API, 3, end_txn.REQUEST.cls(
+            transactional_id=txn_id, producer_id=init.producer_id, producer_epoch=init.producer_epoch,
+            committed=True))
+        assert ended.error_code == ErrorCode.NONE, ended
     reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "lso-watch",
                        "isolation.level": "read_committed"})
     try:
@@ -118,3 +144,15 @@ async def test_a_prepared_commit_is_completed_by_the_next_coordinator_when_the_f
         assert high[1] == len(committed) // PARTITIONS + 1  # the records and the commit marker
     finally:
         reader.close()
+
+
+async def produce_transactional(cluster: Cluster, node: int, txn_id: str, producer: Any, partition: int,
+                                sent: list[str]) -> None:
+    records = build_batch([(None, value.encode(), [], None) for value in sent], producer_id=producer.producer_id,
+                          producer_epoch=producer.producer_epoch, base_sequence=0, is_transactional=True)
+    async with cluster.client(node) as client:
+        answer = await client.request(produce.API, 9, produce.REQUEST.cls(
+            transactional_id=txn_id, acks=-1, timeout_ms=10000, topic_data=[produce.REQUEST.TopicProduceData(
+                name=TOPIC, partition_data=[produce.REQUEST.PartitionProduceData(index=partition, records=records)])]))
+    result = answer.responses[0].partition_responses[0]
+    assert result.error_code == ErrorCode.NONE, result
