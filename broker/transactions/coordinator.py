@@ -9,8 +9,13 @@ Rules:
   meanwhile); one led elsewhere unloads (NOT_COORDINATOR). After a load, a transaction found in PrepareCommit or
   PrepareAbort has its markers written and completes: a coordinator failover never leaves one hanging.
 - Every state change is written to the id's partition (Kafka's TransactionLogValue) and replicated before it is
-  applied and answered; one change at a time per id (`pending`: others get CONCURRENT_TRANSACTIONS, which clients
-  retry). The states and moves are Kafka's: Empty -> Ongoing (AddPartitionsToTxn, AddOffsetsToTxn) -> PrepareCommit
+  applied and answered; one change at a time per id. A request meeting a change being written, or a transaction
+  prepared and writing its markers, waits for it to settle (PREPARED_WAIT_S at most), then is decided; Kafka
+  answers CONCURRENT_TRANSACTIONS at once and the client retries, but librdkafka aborting between two retries of
+  AddPartitionsToTxn sends EndTxn(abort) to a transaction that never began and gets INVALID_TXN_STATE, fatal to
+  the producer. Waiting closes that gap: a connection's requests are handled in order, so its EndTxn waits
+  behind its AddPartitionsToTxn. A request still unsettled after the wait gets CONCURRENT_TRANSACTIONS.
+- The states and moves are Kafka's: Empty -> Ongoing (AddPartitionsToTxn, AddOffsetsToTxn) -> PrepareCommit
   or PrepareAbort (EndTxn, answered once the prepare is durable) -> markers on every partition -> CompleteCommit or
   CompleteAbort -> Ongoing again with the next AddPartitionsToTxn.
 - Fencing: InitProducerId bumps the producer epoch (a new producer id when it would overflow), aborting a
@@ -23,6 +28,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
@@ -42,6 +48,7 @@ TXN_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompres
 MAX_EPOCH = 32767  # Short.MAX_VALUE: an epoch about to pass it gets a new producer id instead
 LOAD_YIELD_RECORDS = 1000
 COMPLETE_RETRY_S = 0.5
+PREPARED_WAIT_S = 5.0  # well below clients' request timeouts (30 s and more)
 
 PREPARED = {TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT}
 # append errors as Kafka's coordinator answers them (the client retries or rediscovers its coordinator)
@@ -96,6 +103,7 @@ class TransactionCoordinator:
         self._loading: dict[int, asyncio.Task] = {}
         self._tasks: set[asyncio.Task] = set()
         self._abort_timer: asyncio.TimerHandle | None = None
+        self._changed = asyncio.Event()  # set (and replaced) whenever a transaction's state may have settled
 
     def now_ms(self) -> int:
         return self.broker.faults.wall_clock_ms()
@@ -197,6 +205,23 @@ class TransactionCoordinator:
         if owned is not None:
             for transactional_id in owned.ids:
                 self.txns.pop(transactional_id, None)
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake the requests waiting in `_settled`: they look again (after the running task's synchronous rest)."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def _settled(self, transactional_id: str) -> None:
+        """Until the id's transaction has no change being written and is not prepared, PREPARED_WAIT_S at most."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + PREPARED_WAIT_S
+        while (txn := self.txns.get(transactional_id)) is not None and (txn.pending or txn.state in PREPARED):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
 
     def _spawn(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)
@@ -249,6 +274,7 @@ class TransactionCoordinator:
             return _APPEND_ERRORS.get(exc.code, ErrorCode.UNKNOWN_SERVER_ERROR)
         finally:
             txn.pending = False
+            self._wake()  # its waiters resume after the state below is applied: no await lies between
         if not self._owns(txn, epoch):
             return ErrorCode.NOT_COORDINATOR
         for name in ("producer_id", "producer_epoch", "timeout_ms", "state", "partitions", "start_ms", "update_ms",
@@ -265,6 +291,7 @@ class TransactionCoordinator:
         error = self.coordinator_error(transactional_id)
         if error != ErrorCode.NONE:
             return InitResult(error)
+        await self._settled(transactional_id)
         now = self.now_ms()
         txn = self.txns.get(transactional_id)
         if txn is None:
@@ -333,6 +360,7 @@ class TransactionCoordinator:
 
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: set[tuple[str, int]]) -> ErrorCode:
+        await self._settled(transactional_id)
         error, txn = self._check_producer(transactional_id, producer_id, producer_epoch)
         if txn is None:
             return error
@@ -361,6 +389,7 @@ class TransactionCoordinator:
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
                       ) -> ErrorCode:
+        await self._settled(transactional_id)  # a retried EndTxn then finds its transaction complete
         error = self.coordinator_error(transactional_id)
         if error != ErrorCode.NONE:
             return error

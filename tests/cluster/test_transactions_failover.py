@@ -89,6 +89,32 @@ async def test_a_transaction_commits_after_its_coordinator_is_sigkilled_and_abor
     assert values(read) == sorted(committed)
 
 
+async def test_an_abort_right_after_a_commit_whose_markers_are_slow_aborts_instead_of_failing_the_producer(
+        cluster: Cluster) -> None:
+    """librdkafka registers a new transaction's partitions while the previous commit still writes its markers
+    (Kafka answers CONCURRENT_TRANSACTIONS, it retries); aborting between two retries sends EndTxn(abort) for a
+    transaction that never began, INVALID_TXN_STATE once the commit completes, fatal to the producer. The
+    coordinator holds AddPartitionsToTxn until the previous transaction settles, so the abort finds it begun."""
+    await create_topic(cluster, TOPIC, partitions=PARTITIONS)
+    for node in range(3):  # every WriteTxnMarkers waits: the commit stays prepared for a while
+        await cluster.set_fault(node, "fault.request.write_txn_markers", "delay.ms=400")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": transactional_id(),
+                         "linger.ms": 5})
+    await asyncio.to_thread(producer.init_transactions, 60)
+    committed: list[str] = []
+    for round_number in range(3):
+        producer.begin_transaction()
+        committed += send(producer, f"committed-{round_number}", count=PARTITIONS)
+        await asyncio.to_thread(producer.commit_transaction, 60)
+        producer.begin_transaction()  # at once, as a consume-transform-produce loop does
+        for i in range(PARTITIONS):
+            producer.produce(TOPIC, value=f"aborted-{round_number}-{i}", partition=i)
+        producer.poll(0.05)  # librdkafka sends AddPartitionsToTxn: still prepared, the commit's markers wait
+        await asyncio.to_thread(producer.abort_transaction, 60)  # raised INVALID_TXN_STATE (fatal) before
+    read = await asyncio.to_thread(read_all, cluster.bootstrap, TOPIC, PARTITIONS, "read_committed", len(committed))
+    assert values(read) == sorted(committed)
+
+
 async def test_a_prepared_commit_is_completed_by_the_next_coordinator_when_the_first_dies_before_its_markers(
         cluster: Cluster) -> None:
     """EndTxn is answered once PrepareCommit is durable; the markers follow. With one partition's leader refusing

@@ -39,9 +39,11 @@ def test_an_open_transaction_is_listed_described_and_its_producer_shown(
     assert described.topic_partitions == {TopicPartition(topic, 1)}
     (state,) = admin.describe_producers([TopicPartition(topic, 1)])[TopicPartition(topic, 1)].active_producers
     assert (state.producer_id, state.current_transaction_start_offset) == (described.producer_id, 0)
-    producer.commit_transaction(30)
-    described = admin.describe_transactions([transactional_id])[transactional_id]
-    assert (described.state.value, described.topic_partitions) == ("CompleteCommit", set())
+    producer.commit_transaction(30)  # answered once PrepareCommit is durable: the markers follow, then Complete
+    described = testing.wait_until(
+        lambda: (found := admin.describe_transactions([transactional_id])[transactional_id]).state.value
+        == "CompleteCommit" and found, "the commit completed")
+    assert described.topic_partitions == set()
     (state,) = admin.describe_producers([TopicPartition(topic, 1)])[TopicPartition(topic, 1)].active_producers
     assert state.current_transaction_start_offset == -1
 
