@@ -43,6 +43,7 @@ from epoch_broker.protocol.messages import (
     describe_cluster,
     describe_configs,
     elect_leaders,
+    find_coordinator,
     incremental_alter_configs,
     list_partition_reassignments,
     metadata,
@@ -53,6 +54,7 @@ REQUEST_TIMEOUT_S = 5.0  # a paused (SIGSTOP) process accepts connections but ne
 BROKER_RESOURCE = 4
 SET, DELETE = 0, 1
 CLEAN, UNCLEAN = 0, 1
+TRANSACTION_KEY = 1  # FindCoordinator's key type of a transactional id
 DEFAULT_CLUSTER_DIR = "cluster-data"
 
 
@@ -177,6 +179,26 @@ async def alter_faults(address: str, node_id: int, settings: dict[str, str], cle
         if resource.error_code:
             raise AdminError(_error(resource.error_code, resource.error_message))
     return "applied"
+
+
+async def transaction_coordinator(addresses: list[str], transactional_id: str,
+                                  timeout_s: float = REQUEST_TIMEOUT_S) -> int:
+    """The node coordinating `transactional_id` (FindCoordinator, key type 1), as the first broker that answers
+    knows it; AdminError if none answers or none is known."""
+    request = find_coordinator.REQUEST.cls(key_type=TRANSACTION_KEY, coordinator_keys=[transactional_id])
+    problems = []
+    for address in addresses:
+        try:
+            response = await _call(address, timeout_s,
+                                   lambda client: client.request(find_coordinator.API, 4, request))
+        except AdminError as exc:
+            problems.append(str(exc))
+            continue
+        (answer,) = response.coordinators
+        if answer.error_code == ErrorCode.NONE:
+            return answer.node_id
+        problems.append(f"{address}: {_error(answer.error_code, answer.error_message)}")
+    raise AdminError(f"no coordinator known for transactional id {transactional_id!r}: " + "; ".join(problems))
 
 
 async def fetch_metadata(addresses: list[str], timeout_s: float = REQUEST_TIMEOUT_S) -> ClusterMetadata:

@@ -13,6 +13,9 @@ The invariants, each counted and shown with at most 10 examples:
 - `epoch_fenced_produce`: an acknowledged record whose Produce carried a leader epoch (KIP-359, the send's
   optional `leader_epoch`) that the final log holds in another epoch: a leader in one epoch took a write meant
   for another.
+- `aborted_read`: a record of an aborted transaction read by a read_committed consumer (KIP-98).
+- `partial_transaction`: a transaction of which the final log (a read_committed reader) holds some records but
+  not all: whatever its outcome, a transaction is atomic.
 
 Rules:
 - The final reader's read-back after healing is the final log: what it holds is what the cluster kept.
@@ -138,18 +141,28 @@ class _History:
     final_hw: dict[TopicPartition, int]  # one past the last offset the final reader read
     truncations: _Truncations
     by_op: dict[str, list[tuple[int, Event]]]  # op -> (index in events, event)
+    transactions: dict[tuple[str, int], list[Record]]  # (producer client, txn) -> the records sent in it
+    outcomes: dict[tuple[str, int], Event]  # (producer client, txn) -> its txn event
+    in_transactions: set[Record]  # every record sent in a transaction
 
     @classmethod
     def build(cls, events: list[Event], final_reader: str) -> _History:
         events = sorted(events, key=lambda event: event["time"])
         history = cls(events=events, final_reader=final_reader, start=events[0]["time"] if events else 0.0,
                       sends={}, acked={}, answered=set(), final_reads=defaultdict(list), final_at={}, final_hw={},
-                      truncations=_Truncations(events), by_op=defaultdict(list))
+                      truncations=_Truncations(events), by_op=defaultdict(list), transactions=defaultdict(list),
+                      outcomes={}, in_transactions=set())
         for index, event in enumerate(events):
             op = event["op"]
             history.by_op[op].append((index, event))
             if op == "send":
-                history.sends.setdefault((_partition(event), event["value"]), event)
+                record = (_partition(event), event["value"])
+                if record not in history.sends and "txn" in event:
+                    history.transactions[event["client"], event["txn"]].append(record)
+                    history.in_transactions.add(record)
+                history.sends.setdefault(record, event)
+            elif op == "txn":
+                history.outcomes[event["client"], event["txn"]] = event
             elif op == "ack":
                 record = (_partition(event), event["value"])
                 history.answered.add(record)
@@ -180,7 +193,7 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
     invariants = [lost, _duplicated(history), _inconsistent_offsets(history, forgiven),
                   _non_monotonic(history, forgiven), _unseen(history), _epoch_regression(history),
                   _latest_regression(history, allow_unclean), undetected, _replicas_consistent(history),
-                  _epoch_fenced_produce(history)]
+                  _epoch_fenced_produce(history), _aborted_read(history), _partial_transaction(history)]
     acks = [event for _, event in history.of_op("ack")]
     figures: dict[str, int | float] = {
         "events": len(history.events),
@@ -198,6 +211,10 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
         "produce_epoch_refused": sum(1 for event in acks if event["error"] in _EPOCH_ERRORS),
         "produce_not_leader": sum(1 for event in acks if event["error"] == "NOT_LEADER_OR_FOLLOWER"),
     }
+    if history.transactions:
+        outcomes = [history.outcomes.get(key, {}).get("outcome", "unknown") for key in history.transactions]
+        figures.update({f"transactions_{outcome}": outcomes.count(outcome)
+                        for outcome in ("commit", "abort", "unknown")})
     return CheckResult(invariants, figures, history.start)
 
 
@@ -374,6 +391,43 @@ def _epoch_fenced_produce(history: _History) -> Invariant:
                          "an acknowledged Produce that carried a leader epoch (KIP-359) was written in that epoch")
 
 
+def _committed_reads(history: _History) -> list[Event]:
+    return [event for _, event in history.of_op("read") if event.get("isolation") == "read_committed"]
+
+
+def _aborted_read(history: _History) -> Invariant:
+    found = _Findings()
+    aborted = {record: key for key, records in history.transactions.items()
+               if history.outcomes.get(key, {}).get("outcome") == "abort" for record in records}
+    for read in _committed_reads(history):
+        key = aborted.get((_partition(read), read["value"]))
+        if key is not None:
+            found.add(f"{_name(_partition(read))} offset {read['offset']}: {read['client']} read {read['value']!r} "
+                      f"at {history.at(read)}, of transaction {key[1]} of {key[0]}, aborted at "
+                      f"{history.at(history.outcomes[key])}")
+    note = "read_committed consumers never read a record of an aborted transaction"
+    return found.verdict("aborted_read", note if history.transactions else note + " (no transactions)")
+
+
+def _partial_transaction(history: _History) -> Invariant:
+    final = {(_partition(read), read["value"]) for read in _committed_reads(history)
+             if read["client"] == history.final_reader}
+    note = "the final read_committed log holds each transaction whole or not at all"
+    if not history.transactions:
+        return Invariant("partial_transaction", True, 0, [], note + " (no transactions)")
+    if not final and history.final_reads:
+        return Invariant("partial_transaction", True, 0, [], note + " (the final reader is not read_committed)")
+    found = _Findings()
+    for (client, txn), records in history.transactions.items():
+        held = [record for record in records if record in final]
+        if 0 < len(held) < len(records):
+            outcome = history.outcomes.get((client, txn), {}).get("outcome", "unknown")
+            missing = next(record for record in records if record not in final)
+            found.add(f"transaction {txn} of {client} ({outcome}): {len(held)} of its {len(records)} records in the "
+                      f"final log; missing {_name(missing[0])} {missing[1]!r}")
+    return found.verdict("partial_transaction", note)
+
+
 def _undetected_truncation(history: _History) -> tuple[Invariant, int]:
     """The invariant, and how many replaced reads their consumer did report."""
     found, detected = _Findings(), 0
@@ -386,6 +440,8 @@ def _undetected_truncation(history: _History) -> tuple[Invariant, int]:
             if final["value"] == event["value"]:
                 continue
             now = f"the final log has {final['value']!r} there"
+        elif (tp, event["value"]) in history.in_transactions:
+            continue  # a gap of a read_committed final log: an aborted record (aborted_read judges who read it)
         elif offset < history.final_hw.get(tp, 0):
             now = "the final log has no record there"
         else:

@@ -14,15 +14,19 @@ The fields of each op (`int|null` may be null; every field is required):
                 topic: str, partition: int, value: str, acks: "all" | "1"
                 `value` is unique per topic-partition over the whole drill ("p0-17"): it names the record.
                 optional: leader_epoch: int, the CurrentLeaderEpoch the Produce carried (KIP-359; -1 = none),
-                broker: int, the broker it was sent to, probe: str, what kind of probe it was
+                broker: int, the broker it was sent to, probe: str, what kind of probe it was,
+                txn: int, the transaction of this client that it was sent in (see `txn`)
     ack         the outcome of that send
                 topic: str, partition: int, value: str, offset: int|null, error: str|null, acks: "all" | "1"
                 error null = acknowledged at `offset`; error text = not acknowledged (the record may still
                 be in the log); no ack event at all = outcome unknown (the client died or gave up waiting).
+                A record sent in a transaction is acknowledged when its transaction commits (error null) and
+                refused when it aborts (error "transaction aborted"), not when its Produce is answered.
     read        a consumer returned a record
                 topic: str, partition: int, offset: int, value: str, leader_epoch: int (-1 = unknown)
                 The checker's final reader (client "reader" unless told otherwise) reads every partition
                 from its start to its high watermark after the faults are healed: it is the final log.
+                optional: isolation: "read_committed" | "read_uncommitted", the consumer's isolation level
     truncation  a consumer's client reported a log truncation (KIP-320) and resumed
                 topic: str, partition: int, offset: int (the divergence point, where it resumed),
                 detail: str|null
@@ -31,6 +35,11 @@ The fields of each op (`int|null` may be null; every field is required):
     latest      a poller's ListOffsets LATEST answer from the partition's leader
                 broker: int, topic: str, partition: int, offset: int|null, error: str|null
                 (only answers with error null count)
+    txn         a transactional producer's transaction ended
+                txn: int (numbered by the client, counting up), outcome: "commit" | "abort" | "unknown",
+                error: str|null (why it aborted or why its outcome is unknown)
+                The sends carrying `txn` are its records: a read_committed consumer reads all of them once
+                (commit), none (abort), or all or none (unknown: the producer gave up, the coordinator decides).
     fault       the nemesis applied (phase "start") or healed (phase "end") a fault
                 fault: str, target: str ("broker-1"), phase: "start" | "end", detail: str|null
     replica_log (optional, after healing) one replica's log of one partition
@@ -80,15 +89,19 @@ OPS: dict[str, dict[str, tuple[type, ...]]] = {
     "truncation": {**_RECORD, "offset": _INT, "detail": _STR + _NULL},
     "metadata": {"broker": _INT, **_RECORD, "leader": _INT, "leader_epoch": _INT},
     "latest": {"broker": _INT, **_RECORD, "offset": _INT + _NULL, "error": _STR + _NULL},
+    "txn": {"txn": _INT, "outcome": _STR, "error": _STR + _NULL},
     "fault": {"fault": _STR, "target": _STR, "phase": _STR, "detail": _STR + _NULL},
     "replica_log": {"broker": _INT, **_RECORD, "high_watermark": _INT, "batches": _LIST,
                     "epoch_checkpoint": _LIST},
 }
 # op -> optional field -> its JSON types, checked when present
 OPTIONAL: dict[str, dict[str, tuple[type, ...]]] = {
-    "send": {"leader_epoch": _INT, "broker": _INT, "probe": _STR},
+    "send": {"leader_epoch": _INT, "broker": _INT, "probe": _STR, "txn": _INT},
+    "read": {"isolation": _STR},
 }
-CHOICES: dict[str, tuple[str, ...]] = {"acks": ("all", "1"), "phase": ("start", "end")}
+CHOICES: dict[str, tuple[str, ...]] = {"acks": ("all", "1"), "phase": ("start", "end"),
+                                       "outcome": ("commit", "abort", "unknown"),
+                                       "isolation": ("read_committed", "read_uncommitted")}
 # list fields hold lists of ints of this length
 TUPLE_SIZES: dict[str, int] = {"batches": 4, "epoch_checkpoint": 2}
 STAMPED = ("time", "client", "op")
@@ -117,6 +130,7 @@ def validate(event: Any) -> None:
     for name, types in OPTIONAL.get(event["op"], {}).items():
         if name in event:
             _check_type(name, event[name], types)
+            _check_value(name, event[name])
 
 
 def _check_value(name: str, value: Any) -> None:

@@ -9,8 +9,8 @@ Rules:
   seed gives the same schedule on every run, printed before anything is applied; `--replay` loads one.
 - Faults never overlap: the next starts after the previous has healed plus a gap, so every fault's effect
   (a new leader, an ISR change) is seen by itself in the timeline.
-- A target named `leader:<partition>` is resolved when the fault is applied (the schedule cannot know who will
-  lead then); the resolved process is recorded with the fault.
+- A target named `leader:<partition>` (or `txn-coordinator`) is resolved when the fault is applied (the schedule
+  cannot know who will lead then); the resolved process is recorded with the fault.
 - Every start and end is a `fault` event in the history (client "nemesis"), with its wall-clock time: the
   report's timeline and the checker read them from there.
 """
@@ -42,20 +42,22 @@ from epoch_broker.broker.faults import (
 from epoch_broker.drill import admin
 from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.drill.targets import Target, name_of, node
-from epoch_broker.drill.workload import PRODUCER_CLIENT_ID
+from epoch_broker.drill.workload import PRODUCER_CLIENT_ID, TRANSACTIONAL_ID
 
 SLOW_LINK_MS = 300
 LAGGING_LEADER_S = 1.5  # how long a lagging-leader leads with its high watermark held, before it is released
 HELD_BEFORE_RESTART_S = 1.0  # kip101-restart: records acknowledged above the follower's high watermark meanwhile
 UNREPLICATED_S = 0.5  # kip101-divergence: records only the leader has (below replica.lag.time.max.ms: no shrink)
 CLOCK_SKEW_MS = 3_600_000  # clock-skew: an hour ahead (time-based rolling and retention see the future)
+TXN_COORDINATOR = "txn-coordinator"  # the target of a txn fault: whoever coordinates TRANSACTIONAL_ID then
 STATE_TIMEOUT_S = 30.0  # a composite fault's wait for the cluster to reach its next step
 
 
 @dataclass(frozen=True)
 class FaultKind:
     description: str
-    targets: str  # "broker", "controller", or "leader" / "follower" (of a partition, resolved when applied)
+    # "broker", "controller", or resolved when applied: "leader" / "follower" (of a partition), "txn-coordinator"
+    targets: str
     durations: tuple[float, float]  # how long it lasts (before it is healed), drawn from this range
 
 
@@ -66,6 +68,9 @@ FAULTS: dict[str, FaultKind] = {
     "pause": FaultKind("SIGSTOP a broker past the session timeout, SIGCONT after the duration", "broker",
                        (2.0, 5.0)),
     "restart": FaultKind("restart a broker cleanly (SIGTERM, start)", "broker", (0.0, 0.0)),
+    "txn-coordinator-kill": FaultKind("SIGKILL the transaction coordinator of the drill's transactional producer "
+                                      "(mid-transaction: it is always in one), start it again after the duration",
+                                      "txn-coordinator", (1.0, 4.0)),
     "controller-kill": FaultKind("SIGKILL the controller, start it again after the duration", "controller",
                                  (1.0, 4.0)),
     "controller-pause": FaultKind("SIGSTOP the controller, SIGCONT after the duration", "controller", (1.0, 4.0)),
@@ -140,6 +145,7 @@ def make_schedule(faults: list[str], seed: int, duration_s: float, brokers: list
         if at + length > duration_s:
             return schedule
         target = {"broker": lambda: rng.choice(brokers), "controller": lambda: "controller",
+                  "txn-coordinator": lambda: TXN_COORDINATOR,
                   "leader": lambda: f"leader:{rng.randrange(partitions)}",
                   "follower": lambda: f"follower:{rng.randrange(partitions)}"}[kind.targets]()
         schedule.append(ScheduledFault(round(at, 2), name, target, length))
@@ -195,7 +201,7 @@ class Nemesis:
                             detail=FAULTS[fault.fault].description, **about)
         self.applied += 1
         heal: Callable[[], None]
-        if fault.fault in ("kill", "leader-kill", "controller-kill"):
+        if fault.fault in ("kill", "leader-kill", "controller-kill", "txn-coordinator-kill"):
             self.cluster.kill(target)
             heal = lambda: self.cluster.restart(target)  # noqa: E731 - a one-line heal beside its fault
         elif fault.fault in ("pause", "controller-pause", "follower-pause"):
@@ -419,6 +425,9 @@ class Nemesis:
             return None
 
     def _resolve(self, target: str) -> str:
+        if target == TXN_COORDINATOR:
+            addresses = [broker.address for broker in self.cluster.running_brokers()]
+            return name_of(self.cluster, asyncio.run(admin.transaction_coordinator(addresses, TRANSACTIONAL_ID)))
         role, _, partition = target.partition(":")
         if role not in ("leader", "follower"):
             return target

@@ -44,7 +44,15 @@ from epoch_broker.drill.nemesis import Nemesis, ScheduledFault, load_schedule, s
 from epoch_broker.drill.replicas import replica_logs
 from epoch_broker.drill.scenarios import Scenario, scenarios
 from epoch_broker.drill.targets import ComposeCluster, LocalCluster, Target
-from epoch_broker.drill.workload import EpochProbe, LiveConsumer, Poller, Producers, Worker, read_back
+from epoch_broker.drill.workload import (
+    EpochProbe,
+    LiveConsumer,
+    Poller,
+    Producers,
+    TransactionalProducer,
+    Worker,
+    read_back,
+)
 
 TOPIC = "drill"
 COMPOSE_BOOTSTRAP = "broker-0:9092,broker-1:9093,broker-2:9094"  # docker-compose.yml's advertised listeners
@@ -185,7 +193,9 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
     logs = client_logger(out / "client.log")
     workers: list[Worker] = []
     try:
-        producers = Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs, scenario.acks).start()
+        producers = (TransactionalProducer(bootstrap, TOPIC, scenario.partitions, producer_history, logs)
+                     if scenario.transactional else
+                     Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs, scenario.acks)).start()
         consumer = LiveConsumer(bootstrap, TOPIC, scenario.partitions, consumer_history, logs).start()
         running = lambda: {broker.node_id: broker.address for broker in cluster.running_brokers()}  # noqa: E731
         poller = Poller(running, TOPIC, poller_history).start()
@@ -209,7 +219,7 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
 
         phase("read back")
         ends = high_watermarks(cluster, scenario)
-        wait_until(lambda: consumer.read >= sum(ends.values()), 15.0)  # let it catch up (it may have re-read)
+        wait_until(lambda: consumer.caught_up(ends), 15.0)  # let it catch up
         consumer.stop(CONSUMER_STOP_S)
         if consumer.thread.is_alive():  # a client wedged in poll or close: its history so far stands
             say(f"  the live consumer did not stop within {CONSUMER_STOP_S:.0f} s; left behind")

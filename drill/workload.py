@@ -3,7 +3,12 @@
 - `Producers`: confluent-kafka idempotent producers (acks=all; plain acks=1 producers where a scenario allows
   loss), one thread, values "p<partition>-<n>" counting up
   per partition, at a steady modest rate (a drill checks outcomes, not throughput, on two cores).
-- `LiveConsumer`: a confluent-kafka consumer assigned every partition from the start with
+- `TransactionalProducer` (the transaction drills, KIP-98): one confluent-kafka transactional producer writing
+  transactions of TXN_RECORDS records over every partition, committing them, except every ABORT_EVERY-th, which
+  it aborts on purpose. A transaction it cannot end (the coordinator gone past the timeout, a fatal error) is
+  recorded with outcome "unknown" and the producer is made anew (init_transactions fences the old one and the
+  coordinator ends the transaction); one whose commit is refused as abortable is aborted.
+- `LiveConsumer`: a read_committed confluent-kafka consumer assigned every partition from the start with
   auto.offset.reset=error, so that a truncation its client detects (KIP-320: OffsetForLeaderEpoch after a
   leader change) is reported, recorded as a `truncation` event, and the consumer seeks to where the broker
   says the log ends. Any other error its client reports is recorded as a `client_error` event.
@@ -36,7 +41,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from epoch_broker.client.blocking import BlockingKafkaClient
 from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.protocol.errors import ErrorCode
@@ -44,6 +49,11 @@ from epoch_broker.protocol.messages import list_offsets, metadata, produce
 from epoch_broker.protocol.records import build_batch
 
 PRODUCER_CLIENT_ID = "drill-producer"  # its client.id: what a client-partition fault cuts off
+TRANSACTIONAL_ID = "drill-transactions"  # the transactional producer's: whose coordinator a txn fault kills
+TXN_RECORDS = 12
+ABORT_EVERY = 4
+TXN_RETRY_S = 60.0  # how long init, commit and abort are retried while their error is retriable
+ISOLATION = "read_committed"  # the consumers' (librdkafka's default, said here as the history records it)
 STALE_ROUTE_S = 15.0  # how long after a leader change the probe keeps asking the old leader
 PROBE_EVERY_S = 0.5
 PROBE_TIMEOUT_MS = 500  # a stale leader that appends never commits: its acks=all answer is a timeout
@@ -123,6 +133,117 @@ class Producers(Worker):
         self.producer.flush(60)  # every send gets its outcome (or stays unknown past the timeout)
 
 
+class TransactionalProducer(Worker):
+    def __init__(self, bootstrap: str, topic: str, partitions: int, history: HistoryWriter, logger: logging.Logger,
+                 rate_per_s: float = 200.0) -> None:
+        super().__init__("drill-transactional-producer")
+        self.topic = topic
+        self.partitions = partitions
+        self.history = history
+        self.logger = logger
+        self.interval = 1.0 / rate_per_s
+        self.next_number = [0] * partitions
+        self.acked = 0
+        self.failed = 0
+        self.txn = 0
+        self.config = {"bootstrap.servers": bootstrap, "client.id": PRODUCER_CLIENT_ID,
+                       "transactional.id": TRANSACTIONAL_ID, "linger.ms": 5, "transaction.timeout.ms": 30000,
+                       "message.timeout.ms": 30000, "topic.metadata.refresh.interval.ms": 1000, "logger": logger}
+        self.producer: Producer | None = None
+        self._offsets: dict[str, int] = {}  # value -> offset, from the delivery reports of this transaction
+        self._turn = 0
+
+    def _delivered(self, error: KafkaError | None, message: Any) -> None:
+        if error is None:
+            self._offsets[message.value().decode()] = message.offset()
+
+    def step(self) -> None:
+        if self.producer is None:
+            self.producer = self._initialized()
+            return
+        txn = self.txn
+        sent: list[tuple[int, str]] = []
+        why = None
+        try:
+            self.producer.begin_transaction()
+            self.txn += 1
+            for _ in range(TXN_RECORDS):
+                sent.append(self._send(self.producer, txn))
+                self.producer.poll(self.interval)
+        except KafkaException as exc:
+            if not sent:  # not begun: a producer left in an error state is made anew
+                self.logger.warning("drill: begin_transaction: %s; a new producer", exc.args[0].str())
+                self.producer = None
+                return
+            why = f"send: {exc.args[0].str()}"
+        wanted = "abort" if why or txn % ABORT_EVERY == ABORT_EVERY - 1 else "commit"
+        outcome, error = self._end(self.producer, wanted, why)
+        self.history.record("txn", txn=txn, outcome=outcome, error=error)
+        for partition, value in sent:
+            if outcome == "commit":
+                self.acked += 1
+                self.history.record("ack", topic=self.topic, partition=partition, value=value,
+                                    offset=self._offsets.get(value), error=None, acks="all")
+            elif outcome == "abort":
+                self.failed += 1
+                self.history.record("ack", topic=self.topic, partition=partition, value=value, offset=None,
+                                    error="transaction aborted", acks="all")
+        self._offsets.clear()
+        if outcome == "unknown":
+            self.producer = None  # init_transactions of the next one fences it; the coordinator ends the txn
+
+    def _send(self, producer: Producer, txn: int) -> tuple[int, str]:
+        partition = self._turn % self.partitions
+        value = f"p{partition}-{self.next_number[partition]}"
+        while True:
+            try:
+                producer.produce(self.topic, value.encode(), partition=partition, on_delivery=self._delivered)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        self.history.record("send", topic=self.topic, partition=partition, value=value, acks="all", txn=txn)
+        self.next_number[partition] += 1
+        self._turn += 1
+        return partition, value
+
+    def _end(self, producer: Producer, wanted: str, why: str | None) -> tuple[str, str | None]:
+        """Commit or abort as `wanted`: (outcome, why it aborted or is unknown)."""
+        if wanted == "commit":
+            try:
+                _retrying(producer.commit_transaction)
+                return "commit", None
+            except KafkaException as exc:
+                if not exc.args[0].txn_requires_abort():
+                    return "unknown", f"commit: {exc.args[0].name()}: {exc.args[0].str()}"
+                why = f"commit refused: {exc.args[0].name()}: {exc.args[0].str()}"
+        try:
+            _retrying(producer.abort_transaction)
+            return "abort", why
+        except KafkaException as exc:
+            return "unknown", f"{why + '; ' if why else ''}abort: {exc.args[0].name()}: {exc.args[0].str()}"
+
+    def _initialized(self) -> Producer | None:
+        producer = Producer(self.config)
+        try:
+            _retrying(producer.init_transactions)
+        except KafkaException as exc:
+            self.logger.warning("drill: init_transactions: %s; trying again", exc.args[0].str())
+            self.stopping.wait(1.0)
+            return None
+        return producer
+
+
+def _retrying(call: Callable[[float], Any]) -> Any:
+    """`call(timeout)` again while its error is retriable, for TXN_RETRY_S at most (librdkafka's advice)."""
+    deadline = time.monotonic() + TXN_RETRY_S
+    while True:
+        try:
+            return call(max(1.0, deadline - time.monotonic()))
+        except KafkaException as exc:
+            if not exc.args[0].retriable() or time.monotonic() >= deadline:
+                raise
+
+
 class LiveConsumer(Worker):
     def __init__(self, bootstrap: str, topic: str, partitions: int, history: HistoryWriter,
                  logger: logging.Logger) -> None:
@@ -133,18 +254,25 @@ class LiveConsumer(Worker):
         self.truncations = 0
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "drill-live-consumer",
                                   "enable.auto.commit": False, "auto.offset.reset": "error",
-                                  "topic.metadata.refresh.interval.ms": 1000, "logger": logger})
-        self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+                                  "isolation.level": ISOLATION, "topic.metadata.refresh.interval.ms": 1000,
+                                  "logger": logger})
+        self.assigned = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)]
+        self.consumer.assign(self.assigned)
+        self.positions: dict[int, int] = {}  # partition -> the client's position (past markers, aborted records)
+
+    def caught_up(self, ends: dict[int, int]) -> bool:
+        return all(self.positions.get(partition, -1) >= end for partition, end in ends.items())
 
     def step(self) -> None:
         message = self.consumer.poll(0.2)
         if message is None:
+            self.positions = {tp.partition: tp.offset for tp in self.consumer.position(self.assigned)}
             return
         error = message.error()
         if error is None:
             self.read += 1
             self.history.record("read", topic=self.topic, partition=message.partition(), offset=message.offset(),
-                                value=message.value().decode(), leader_epoch=_epoch(message))
+                                value=message.value().decode(), leader_epoch=_epoch(message), isolation=ISOLATION)
         elif error.code() == KafkaError._AUTO_OFFSET_RESET and (found := TRUNCATION_OFFSET.search(error.str())):
             offset = int(found.group(1))
             self.truncations += 1
@@ -280,9 +408,10 @@ def read_back(bootstrap: str, topic: str, ends: dict[int, int], history: History
               timeout_s: float = 60.0) -> int:
     """Every record of each partition up to its high watermark in `ends`, as `read` events; the count."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "drill-reader", "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "logger": logger})
+                         "auto.offset.reset": "earliest", "isolation.level": ISOLATION, "logger": logger})
     try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+        assigned = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends]
+        consumer.assign(assigned)
         positions = dict.fromkeys(ends, 0)
         count = 0
         deadline = time.monotonic() + timeout_s
@@ -293,9 +422,10 @@ def read_back(bootstrap: str, topic: str, ends: dict[int, int], history: History
                 if message.error() is not None:
                     continue
                 history.record("read", topic=topic, partition=message.partition(), offset=message.offset(),
-                               value=message.value().decode(), leader_epoch=_epoch(message))
-                positions[message.partition()] = message.offset() + 1
+                               value=message.value().decode(), leader_epoch=_epoch(message), isolation=ISOLATION)
                 count += 1
+            # the client's positions: past the transaction markers and aborted records it skips too
+            positions.update((tp.partition, tp.offset) for tp in consumer.position(assigned) if tp.offset >= 0)
         return count
     finally:
         consumer.close()

@@ -22,6 +22,7 @@ class Scenario:
     allow_acks1_loss: bool = False
     unclean: bool = False  # elects uncleanly on purpose: LATEST may go back where that truncated (not KIP-207's case)
     probe: bool = False  # runs the epoch probe (drill/workload.py): Produce to stale leaders, KIP-359
+    transactional: bool = False  # the producer writes transactions (drill/workload.py's TransactionalProducer)
     # a scenario with a fixed shape (a rolling restart) plans its own schedule; others draw from `faults`
     plan: Callable[[int, float, list[str], int], list[ScheduledFault]] | None = None
 
@@ -45,6 +46,7 @@ def scenarios() -> dict[str, Scenario]:
         power_loss,
         rolling_restart,
         stale_leader,
+        transactions,
         unclean_truncation,
         zombie_follower,
     )
@@ -52,4 +54,4 @@ def scenarios() -> dict[str, Scenario]:
     return {module.SCENARIO.name: module.SCENARIO for module in (
         leader_kill, zombie_follower, kip101_scenario_1, kip101_scenario_2, unclean_truncation, stale_leader,
         kip207_offsets, isr_churn, controller_loss, rolling_restart, power_loss, disk_faults, network_partition,
-        chaos)}
+        transactions, chaos)}

@@ -19,7 +19,8 @@ from epoch_broker.drill.history import HistoryError, HistoryWriter, read_history
 TOPIC = "t"
 CLEAN = {0: 5, 1: 3}  # partition -> records in the clean drill
 INVARIANTS = ["lost", "duplicated", "inconsistent_offsets", "non_monotonic", "unseen", "epoch_regression",
-              "latest_regression", "undetected_truncation", "replicas_consistent", "epoch_fenced_produce"]
+              "latest_regression", "undetected_truncation", "replicas_consistent", "epoch_fenced_produce",
+              "aborted_read", "partial_transaction"]
 
 
 class Drill:
@@ -131,6 +132,10 @@ def test_a_writer_shared_by_threads_never_tears_a_line(tmp_path: Path) -> None:
     ("send", {"time": 1.0, "topic": TOPIC, "partition": 0, "value": "v", "acks": "all"}, "stamps time"),
     ("send", {"topic": TOPIC, "partition": 0, "value": "v", "acks": "all", "leader_epoch": "3"},
      "'leader_epoch' is \"3\", expected int"),  # an optional field, checked when present
+    ("read", {"topic": TOPIC, "partition": 0, "offset": 0, "value": "v", "leader_epoch": 1, "isolation": "dirty"},
+     "'isolation' is 'dirty', expected one of 'read_committed', 'read_uncommitted'"),
+    ("txn", {"txn": 0, "outcome": "committed", "error": None}, "'outcome' is 'committed'"),
+    ("txn", {"txn": 0, "outcome": "commit"}, "the txn event lacks 'error'"),
 ])
 def test_a_writer_refuses_an_event_the_format_does_not_allow(tmp_path: Path, op: str, fields: dict[str, Any],
                                                               message: str) -> None:
@@ -359,6 +364,81 @@ def test_sends_without_outcome_or_record_are_unseen_and_fail_nothing(drill: Dril
     unseen = result.invariant("unseen")
     assert (unseen.passed, unseen.count, result.figures["unknown"]) == (True, 1, 2)
     assert unseen.examples[0].startswith("t-0 'p0-5': sent by producer at +")
+
+
+class Transactions:
+    """A transactional producer's history: its transactions, and read_committed reads of their records."""
+
+    def __init__(self, directory: Path) -> None:
+        self.drill = Drill(directory)
+        self.next_offset = 0
+
+    def transaction(self, txn: int, outcome: str, records: int = 3) -> list[tuple[str, int]]:
+        """Sends `records` values in transaction `txn`, ends it with `outcome`; (value, offset) of each."""
+        written = []
+        for n in range(records):
+            value = f"t{txn}-{n}"
+            self.drill("producer").record("send", topic=TOPIC, partition=0, value=value, acks="all", txn=txn)
+            written.append((value, self.next_offset))
+            self.next_offset += 1
+        self.next_offset += 1  # the transaction's marker
+        self.drill("producer").record("txn", txn=txn, outcome=outcome,
+                                      error=None if outcome == "commit" else "on purpose")
+        for value, offset in written:
+            if outcome != "unknown":
+                self.drill("producer").record("ack", topic=TOPIC, partition=0, value=value,
+                                              offset=offset if outcome == "commit" else None,
+                                              error=None if outcome == "commit" else "transaction aborted",
+                                              acks="all")
+        return written
+
+    def read(self, client: str, records: list[tuple[str, int]], isolation: str = "read_committed") -> None:
+        for value, offset in records:
+            self.drill(client).record("read", topic=TOPIC, partition=0, offset=offset, value=value, leader_epoch=1,
+                                      isolation=isolation)
+
+
+def test_committed_transactions_read_whole_and_aborted_ones_never_break_nothing(tmp_path: Path) -> None:
+    history = Transactions(tmp_path / "history")
+    committed, aborted, unknown = (history.transaction(0, "commit"), history.transaction(1, "abort"),
+                                   history.transaction(2, "unknown"))
+    history.read("consumer", committed)
+    history.read("reader", committed + unknown)  # an unknown outcome: whole is fine (so is nothing)
+    history.read("dirty-consumer", aborted, isolation="read_uncommitted")  # allowed to see them
+    result = history.drill.check()
+    assert result.passed, failed(result)
+    assert (result.figures["transactions_commit"], result.figures["transactions_abort"],
+            result.figures["transactions_unknown"]) == (1, 1, 1)
+    assert result.figures["acked"] == 3 and result.figures["failed"] == 3
+
+
+def test_a_read_committed_read_of_an_aborted_record_is_an_aborted_read(tmp_path: Path) -> None:
+    history = Transactions(tmp_path / "history")
+    committed, aborted = history.transaction(0, "commit"), history.transaction(1, "abort")
+    history.read("consumer", committed + aborted[:1])
+    history.read("reader", committed)
+    result = history.drill.check()
+    assert failed(result) == {"aborted_read": 1}
+    (example,) = result.invariant("aborted_read").examples
+    assert example.startswith("t-0 offset 4: consumer read 't1-0' at +")
+    assert "of transaction 1 of producer, aborted at +" in example
+
+
+def test_a_transaction_partly_in_the_final_log_is_partial_whatever_the_producer_learned(tmp_path: Path) -> None:
+    history = Transactions(tmp_path / "history")
+    committed, unknown = history.transaction(0, "commit"), history.transaction(1, "unknown")
+    history.read("reader", committed + unknown[:2])
+    result = history.drill.check()
+    assert failed(result) == {"partial_transaction": 1}
+    assert result.invariant("partial_transaction").examples == [
+        "transaction 1 of producer (unknown): 2 of its 3 records in the final log; missing t-0 't1-2'"]
+
+
+def test_histories_without_transactions_say_so_and_pass_them(drill: Drill) -> None:
+    result = drill.check()
+    assert result.invariant("aborted_read").note.endswith("(no transactions)")
+    assert result.invariant("partial_transaction").note.endswith("(no transactions)")
+    assert "transactions_commit" not in result.figures
 
 
 # --- the command

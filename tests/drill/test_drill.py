@@ -144,3 +144,28 @@ def test_each_kind_of_fault_drill_passes_its_invariants(tmp_path: Path, scenario
         polled = [json.loads(line) for line in (out / "history" / "poller.jsonl").read_text().splitlines()]
         assert any(e["op"] == "latest" and e["error"] == "OFFSET_NOT_AVAILABLE" for e in polled)
         assert invariants["latest_regression"]["passed"] and invariants["latest_regression"]["count"] == 0
+
+
+@pytest.mark.slow
+def test_a_transactions_drill_kills_the_coordinator_mid_transaction_and_reads_each_committed_record_once(
+        tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    run = drill("transactions", "--seed", "2", "--duration", "12", "--out", str(out), cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    figures, invariants = report["check"]["figures"], {i["name"]: i for i in report["check"]["invariants"]}
+    assert figures["transactions_commit"] >= 10 and figures["transactions_abort"] >= 3, figures
+    assert figures["acked"] == 12 * figures["transactions_commit"] and invariants["lost"]["count"] == 0
+    for name in ("aborted_read", "partial_transaction"):
+        assert invariants[name]["passed"] and "no transactions" not in invariants[name]["note"], invariants[name]
+    kills = [e for e in fault_events(out) if e["fault"] == "txn-coordinator-kill" and e["phase"] == "start"]
+    assert kills and not [e for e in fault_events(out) if "not applied" in (e["detail"] or "")]
+    # mid-transaction: a transaction had records sent before a kill and ended after it (committed by the successor)
+    history = [json.loads(line) for line in (out / "history" / "producer.jsonl").read_text().splitlines()]
+    first_send = {}
+    for event in history:
+        if event["op"] == "send":
+            first_send.setdefault(event["txn"], event["time"])
+    ended = {e["txn"]: e for e in history if e["op"] == "txn"}
+    assert any(first_send[txn] < kill["time"] < ended[txn]["time"] for kill in kills for txn in ended
+               if txn in first_send), "no kill fell inside a transaction"
