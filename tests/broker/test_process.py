@@ -230,3 +230,33 @@ def test_unknown_keys_are_warned_about_and_the_ready_line_names_the_port(tmp_pat
     finally:
         assert process.stop() == 0
     assert "ignoring unknown config key some.unknown.key" in process.log_path.read_text()
+
+
+async def test_topic_configs_altered_at_run_time_survive_a_restart(tmp_path: Path) -> None:
+    """Altered while the broker runs, applied at once, and still in force (and described) after a restart: the
+    controller keeps them in its metadata log."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+
+    from tests.broker.test_incremental_alter_configs import SET, alter
+
+    process = start_broker(tmp_path, FAST)
+    try:
+        client = await connect(process)
+        await create_topic(client, "t")
+        big = batch(b"x" * 2000)
+        changed = await alter(client, [("max.message.bytes", SET, "1000"), ("cleanup.policy", SET, "compact,delete")],
+                              resource_type=2, name="t")
+        assert changed.error_code == ErrorCode.NONE
+        assert (await produce_to(client, "t", big)).error_code == ErrorCode.MESSAGE_TOO_LARGE
+        await client.close()
+        process.restart()
+        client = await connect(process)
+        assert (await produce_to(client, "t", big)).error_code == ErrorCode.MESSAGE_TOO_LARGE
+        await client.close()
+        admin = AdminClient({"bootstrap.servers": process.bootstrap})
+        (future,) = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "t")]).values()
+        described = await asyncio.to_thread(future.result, 30)
+        for key, value in (("max.message.bytes", "1000"), ("cleanup.policy", "compact,delete")):
+            assert (described[key].value, described[key].source) == (value, ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    finally:
+        assert process.stop() == 0
