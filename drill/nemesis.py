@@ -242,8 +242,7 @@ class Nemesis:
             heal = lambda: self._hook(target, {}, [CLOCK_OFFSET])  # noqa: E731
         elif fault.fault == "stale-leader":  # its target is always leader:<partition>
             partition = about["partition"]
-            state = self._state(partition)
-            successor = self._in_sync_follower(partition, state)
+            _, successor = self._in_sync(partition, node(self.cluster, target).node_id)
             self._hook(target, {METADATA_PAUSED: "true"}, [])
             try:
                 outcome = asyncio.run(admin.elect(self.cluster.controller().address, self.topic, partition,
@@ -316,9 +315,8 @@ class Nemesis:
         """KIP-101 scenario 1, where Kafka before it lost acknowledged records: a follower restarted, truncated
         its log to its high watermark, and was elected before it had fetched them again."""
         partition = int(fault.target.partition(":")[2])
-        state = self._state(partition)
+        state, follower_id = self._in_sync(partition)
         leader = name_of(self.cluster, state.leader)
-        follower_id = self._in_sync_follower(partition, state)
         follower = name_of(self.cluster, follower_id)
         self.history.record("fault", fault=fault.fault, target=leader, phase="start", partition=partition,
                             detail=f"{self.topic}-{partition}: {follower}'s high watermark held by {leader}; "
@@ -341,9 +339,8 @@ class Nemesis:
         both lost power, the one with the shorter log came back first and took new records there. With two
         replicas the follower is the one elected twice; with three, whichever the controller picks."""
         partition = int(fault.target.partition(":")[2])
-        state = self._state(partition)
+        state, follower_id = self._in_sync(partition)
         leader = name_of(self.cluster, state.leader)
-        follower_id = self._in_sync_follower(partition, state)
         follower = name_of(self.cluster, follower_id)
         self.history.record("fault", fault=fault.fault, target=leader, phase="start", partition=partition,
                             detail=f"{self.topic}-{partition}: {follower} stops replicating; {leader} then its "
@@ -362,12 +359,14 @@ class Nemesis:
         self._wait_state(partition, lambda s: s.leader not in (-1, state.leader), "a leader again")
         return self._restarting(fault, leader, f"{leader} started again, behind {successor}")
 
-    def _in_sync_follower(self, partition: int, state: admin.PartitionState) -> int:
-        """The first ISR member that is not the leader; RuntimeError (the fault is not applied) if none."""
-        follower = next((r for r in state.isr if r != state.leader), None)
-        if follower is None:
-            raise RuntimeError(f"{self.topic}-{partition} has no follower in its ISR {list(state.isr)}")
-        return follower
+    def _in_sync(self, partition: int, leader: int | None = None) -> tuple[admin.PartitionState, int]:
+        """The partition's state once its ISR holds a follower, and the first such follower: a broker the previous
+        fault restarted may still be catching up (faults are apart by a gap, not by a catch-up, which takes longer
+        on a loaded machine). With `leader`, still led by it. RuntimeError (not applied) after STATE_TIMEOUT_S."""
+        state = self._wait_state(partition, lambda s: (leader is None or s.leader == leader)
+                                 and any(r != s.leader for r in s.isr),
+                                 f"{self.topic}-{partition} with a follower in its ISR")
+        return state, next(r for r in state.isr if r != state.leader)
 
     def _restarting(self, fault: ScheduledFault, name: str, detail: str) -> Callable[[], None]:
         def healed() -> None:
@@ -431,13 +430,9 @@ class Nemesis:
         role, _, partition = target.partition(":")
         if role not in ("leader", "follower"):
             return target
-        state = self._state(int(partition))
         if role == "leader":
-            return name_of(self.cluster, state.leader)
-        followers = [r for r in state.isr if r != state.leader]
-        if not followers:
-            raise RuntimeError(f"{self.topic}-{partition} has no follower in its ISR {list(state.isr)}")
-        return name_of(self.cluster, followers[0])
+            return name_of(self.cluster, self._state(int(partition)).leader)
+        return name_of(self.cluster, self._in_sync(int(partition))[1])
 
     def _hook(self, target: str, settings: dict[str, str], clear: list[str]) -> None:
         found = node(self.cluster, target)
