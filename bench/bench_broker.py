@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from bench.common import (
     BrokerProc,
     alternate_runs,
+    compare_row,
     fmt_spread,
     print_table,
     send_all,
@@ -91,11 +92,17 @@ def produce(bootstrap: str, topic: str, size: int, count: int, partitions: int, 
     return send_all(producer, topic, count, partitions, lambda _: payload)
 
 
-def consume(bootstrap: str, topic: str, count: int, partitions: int, client: dict[str, str] | None = None) -> float:
-    """Read count messages with assign() from the beginning of every partition; return seconds."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}", "enable.auto.commit": False,
-                  "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
-                  "fetch.wait.max.ms": 100, "queued.max.messages.kbytes": 262_144, **(client or {})})
+# the tuned consumer: large fetches and a deep local queue
+TUNED_CONSUMER = {"enable.auto.commit": False, "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
+                  "fetch.wait.max.ms": 100, "queued.max.messages.kbytes": 262_144}
+
+
+def consume(bootstrap: str, topic: str, count: int, partitions: int, client: dict[str, Any] | None = None,
+            settings: dict[str, Any] | None = None) -> float:
+    """Read count messages with assign() from the beginning of every partition; return seconds. `settings`: the
+    consumer's (TUNED_CONSUMER unless given); `client`: more (security.protocol and its keys)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}",
+                  **(TUNED_CONSUMER if settings is None else settings), **(client or {})})
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     got = 0
     t0 = time.perf_counter()
@@ -131,6 +138,77 @@ def run_once(which: str, scale: float, workdir: Path, compression: str) -> RunRe
     with start(workdir) as b:
         cases = [run_case(b, size, parts, mb * scale, compression) for size, parts, mb in CASES]
         return RunResult(which, b.ready_s * 1000, b.rss.peak / MB, cases)
+
+
+# Clients as users configure them (issue 18): the producer acks=1, linger.ms 5, batch.size 1 MB and librdkafka's
+# defaults otherwise; the consumer only fetch.wait.max.ms 100. (record size, partitions, records)
+USER_CASES: list[tuple[int, int, int]] = [(10_000, 1, 20_000), (100, 1, 200_000), (100, 8, 200_000),
+                                         (1_000, 500, 100_000)]
+USER_PRODUCER = {"acks": 1, "linger.ms": 5, "batch.size": 1_000_000}
+USER_CONSUMER = {"fetch.wait.max.ms": 100}
+
+
+@dataclass
+class UserCaseResult:
+    broker: str
+    size: int
+    partitions: int
+    records: int
+    produce_mb_s: float
+    consume_mb_s: float
+    delivery_p50_ms: float
+    delivery_p99_ms: float
+    cpu_s: float  # the broker's, from the first produce to the last record consumed
+
+
+def run_user_case(which: str, workdir: Path, size: int, partitions: int, records: int) -> UserCaseResult:
+    """One workload on a fresh broker."""
+    start = start_ours if which == "ours" else start_tansu
+    with start(workdir) as b:
+        topic = f"user-{size}-{partitions}"
+        create_topic(b.bootstrap, topic, partitions)
+        cpu0 = b.cpu_seconds()
+        latencies: list[float] = []
+        payload = payload_of(size, "none")
+        tp = send_all(Producer({"bootstrap.servers": b.bootstrap, **USER_PRODUCER}), topic, records, partitions,
+                      lambda _: payload, latencies)
+        tc = consume(b.bootstrap, topic, records, partitions, settings=USER_CONSUMER)
+        cpu = b.cpu_seconds() - cpu0
+    latencies.sort()
+    mbytes = records * size / MB
+    return UserCaseResult(which, size, partitions, records, mbytes / tp, mbytes / tc,
+                          latencies[len(latencies) // 2] * 1000, latencies[int(len(latencies) * 0.99)] * 1000, cpu)
+
+
+def run_user_cases(which: str, workdir: Path, scale: float) -> list[UserCaseResult]:
+    results = []
+    for size, partitions, records in USER_CASES:
+        case_dir = workdir / f"{size}-{partitions}"
+        case_dir.mkdir()
+        results.append(run_user_case(which, case_dir, size, partitions, max(1, int(records * scale))))
+    return results
+
+
+def summarize_user(runs: list[list[UserCaseResult]]) -> dict[str, Any]:
+    cases = [case for run in runs for case in run]
+    rows: list[list[str]] = []
+
+    def vals(broker: str, key: str, size: int, partitions: int) -> list[float]:
+        return [float(getattr(c, key)) for c in cases
+                if c.broker == broker and c.size == size and c.partitions == partitions]
+
+    for size, partitions, records in USER_CASES:
+        for key, label in (("produce_mb_s", "produce MB/s"), ("consume_mb_s", "consume MB/s"),
+                           ("delivery_p50_ms", "delivery p50 ms"), ("delivery_p99_ms", "delivery p99 ms"),
+                           ("cpu_s", "broker CPU-s")):
+            digits = 2 if key == "cpu_s" else 1
+            rows.append([f"{records:,} x {size} B, {partitions}p",
+                         *compare_row(label, vals("ours", key, size, partitions),
+                                         vals("tansu", key, size, partitions), digits)])
+    header = ["workload", "metric", "ours", "tansu", "ours/tansu"]
+    print_table("bench_broker, clients as users set them (acks=1, linger.ms 5, batch.size 1 MB; consumer "
+                "fetch.wait.max.ms 100): median (min-max), fresh broker per workload", header, rows)
+    return {"header": header, "rows": rows}
 
 
 def summarize(runs: list[RunResult], compression: str = "none") -> dict[str, Any]:
@@ -170,7 +248,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--only", choices=["ours", "tansu"], help="measure one broker only")
     ap.add_argument("--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none",
                     help="the producer's compression.type (default none)")
+    ap.add_argument("--settings", choices=["user", "tuned", "both"], default="both",
+                    help="the clients as users set them (one fresh broker per workload), the tuned cases, or both")
     args = ap.parse_args(argv)
+    if args.settings != "tuned":
+        user_runs = alternate_runs("epoch-bench-user-", args.runs, args.only,
+                                   lambda which, workdir: run_user_cases(which, workdir, args.scale),
+                                   lambda r: ", ".join(f"{c.consume_mb_s:.1f}" for c in r) + " consume MB/s")
+        table = summarize_user(user_runs)
+        path = write_results("bench_broker_user", {"scale": args.scale, "table": table,
+                                                   "runs": [[asdict(c) for c in r] for r in user_runs]})
+        print(f"results: {path}")
+        if args.settings == "user":
+            return
     runs = alternate_runs("epoch-bench-", args.runs, args.only,
                           lambda which, workdir: run_once(which, args.scale, workdir, args.compression),
                           lambda r: f"ready {r.ready_ms:.0f} ms, peak RSS {r.peak_rss_mb:.0f} MB")

