@@ -3,7 +3,7 @@ FROM python:3.11-slim
 
 WORKDIR /app
 # Only what the package needs: a change to tests or docs does not rebuild the install layer.
-COPY pyproject.toml README.md LICENSE ./
+COPY pyproject.toml setup.py README.md LICENSE ./
 COPY epoch_broker ./epoch_broker
 COPY protocol ./protocol
 COPY storage ./storage

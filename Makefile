@@ -6,9 +6,15 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
+# The tests and benchmarks start hundreds of broker processes: without cached bytecode each compiles every module
+# again (measured: launch to ready 0.63-0.73 s instead of 0.36-0.37 s), so an environment's
+# PYTHONDONTWRITEBYTECODE is not passed on.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: install interop-deps run cluster test test-fast test-nightly test-interop bench lint clean
 
-$(STAMP): pyproject.toml
+# setup.py compiles protocol/record_scan.py: a change to it must rebuild, or the stale build would run
+$(STAMP): pyproject.toml setup.py protocol/record_scan.py protocol/record_scan.pxd
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,bench,spark,drill]'
@@ -48,4 +54,4 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) build *.egg-info tests/interop/js/node_modules
+	rm -rf $(VENV) build *.egg-info tests/interop/js/node_modules protocol/*.so protocol/record_scan.c

@@ -38,14 +38,12 @@ from __future__ import annotations
 import struct
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from enum import IntEnum
 from typing import Any, NamedTuple
 
-import crc32c
-from epoch_broker.protocol.errors import CorruptRecordError, InvalidRecordError, UnsupportedForMessageFormat
-
-Buffer = bytes | bytearray | memoryview
+from epoch_broker.protocol.errors import CorruptRecordError, UnsupportedForMessageFormat
+from epoch_broker.protocol.record_scan import Buffer, read_varint
 
 BATCH_HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the part batchLength does not count
@@ -179,10 +177,22 @@ def iter_batches(buf: Buffer) -> Iterator[tuple[int, BatchHeader]]:
         pos += header.batch_length + LOG_OVERHEAD
 
 
+_crc32c: Callable[[Buffer], int] | None = None
+
+
+def crc32c_of(data: Buffer) -> int:
+    """CRC-32C of ``data``. The crc32c package is imported on first use: importing it reads its version from the
+    installed metadata, ~12 ms of every start-up otherwise."""
+    global _crc32c
+    if _crc32c is None:
+        from crc32c import crc32c as _crc32c
+    return _crc32c(data)
+
+
 def compute_crc(buf: Buffer, pos: int, header: BatchHeader) -> int:
     """CRC-32C over attributes..end of the batch at ``pos``."""
     view = buf if isinstance(buf, memoryview) else memoryview(buf)
-    return crc32c.crc32c(view[pos + _ATTRIBUTES_POS : pos + header.batch_length + LOG_OVERHEAD])
+    return crc32c_of(view[pos + _ATTRIBUTES_POS : pos + header.batch_length + LOG_OVERHEAD])
 
 
 def validate_batch(buf: Buffer, pos: int, header: BatchHeader) -> None:
@@ -223,21 +233,6 @@ def stamp_log_append_time(buf: bytearray | memoryview, pos: int, ts: int) -> Non
 # --- records -------------------------------------------------------------------------------------
 
 
-def _read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
-    """Zigzag varint at ``pos`` -> (value, next position). IndexError if truncated."""
-    shift = 0
-    raw = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        raw |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint longer than 10 bytes")
-
-
 def _write_varint(out: bytearray, value: int) -> None:
     raw = (value << 1) ^ (value >> 63)
     while raw > 0x7F:
@@ -247,7 +242,7 @@ def _write_varint(out: bytearray, value: int) -> None:
 
 
 def _read_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
-    length, pos = _read_varint(buf, pos)
+    length, pos = read_varint(buf, pos)
     if length < 0:
         return None, pos
     if pos + length > len(buf):
@@ -336,15 +331,6 @@ def iter_records(buf: Buffer, pos: int, header: BatchHeader) -> Iterator[Record]
     yield from records
 
 
-class RecordScan(NamedTuple):
-    """What `scan_records` learned of a batch's records without copying them."""
-
-    count: int
-    min_timestamp_delta: int
-    max_timestamp_delta: int
-    null_key: bool
-
-
 def batch_body(buf: Buffer, pos: int, header: BatchHeader) -> Buffer:
     """The records of the batch at ``pos``: a view of the buffer, or decompressed (bounded) bytes."""
     view = buf if isinstance(buf, memoryview) else memoryview(buf)
@@ -359,110 +345,21 @@ def batch_body(buf: Buffer, pos: int, header: BatchHeader) -> Buffer:
                                  f"{Compression(codec).name.lower()}: {exc}") from exc
 
 
-def scan_records(body: Buffer, header: BatchHeader) -> RecordScan:
-    """Walk every record of a batch body (from `batch_body`) without copying keys, values or headers: each
-    record's length must match its fields, offset deltas must run 0, 1, 2, ... and the number of records
-    must be the header's count. CorruptRecordError for bad framing, InvalidRecordError for bad offsets.
-
-    The hot path of per-record validation: varints are decoded inline (one byte, the common case, without a
-    call), the rest by `_read_varint`; the body is indexed where it lies (no copy of an uncompressed batch).
-    """
-    data = body
-    read = _read_varint
-    pos = 0
-    size = len(data)
-    low = high = 0
-    null_key = False
-    try:
-        for expected in range(header.records_count):
-            byte = data[pos]
-            if byte < 0x80:
-                length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
-            elif data[pos + 1] < 0x80:  # two bytes: records up to 8 KiB
-                raw = (byte & 0x7F) | (data[pos + 1] << 7)
-                length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
-            else:
-                length, pos = read(data, pos)
-            record_end = pos + length
-            if length < 0 or record_end > size:
-                raise CorruptRecordError(f"record {expected} of the batch at offset {header.base_offset} claims "
-                                         f"{length} bytes, past the end of the batch")
-            byte = data[pos + 1]  # after the attributes byte: the timestamp delta
-            if byte < 0x80:
-                ts_delta, pos = (byte >> 1) ^ -(byte & 1), pos + 2
-            else:
-                ts_delta, pos = read(data, pos + 1)
-            byte = data[pos]
-            if byte < 0x80:
-                offset_delta, pos = (byte >> 1) ^ -(byte & 1), pos + 1
-            else:
-                offset_delta, pos = read(data, pos)
-            if offset_delta != expected:
-                raise InvalidRecordError(f"record {expected} of the batch at offset {header.base_offset} has "
-                                         f"offset delta {offset_delta}")
-            byte = data[pos]
-            if byte < 0x80:
-                key_length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
-            else:
-                key_length, pos = read(data, pos)
-            if key_length < 0:
-                null_key = True
-            else:
-                pos += key_length
-            byte = data[pos]
-            if byte < 0x80:
-                value_length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
-            elif data[pos + 1] < 0x80:  # two bytes: values up to 8 KiB
-                raw = (byte & 0x7F) | (data[pos + 1] << 7)
-                value_length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
-            else:
-                value_length, pos = read(data, pos)
-            if value_length > 0:
-                pos += value_length
-            byte = data[pos]
-            if byte == 0:  # no headers: the common case
-                pos += 1
-            else:
-                header_count, pos = read(data, pos)
-                if header_count < 0:
-                    raise CorruptRecordError(f"record {expected}: negative header count")
-                for _ in range(header_count):
-                    header_key_length, pos = read(data, pos)
-                    if header_key_length < 0:
-                        raise CorruptRecordError(f"record {expected}: null header key")
-                    header_value_length, pos = read(data, pos + header_key_length)
-                    pos += max(header_value_length, 0)
-            if pos != record_end:
-                raise CorruptRecordError(f"record {expected} of the batch at offset {header.base_offset}: its "
-                                         "length does not match its fields")
-            if ts_delta:  # producers mostly write 0 or a few ms: compare only when it is not 0
-                if ts_delta < low:
-                    low = ts_delta
-                elif ts_delta > high:
-                    high = ts_delta
-    except (IndexError, ValueError) as exc:
-        raise CorruptRecordError(f"malformed record in the batch at offset {header.base_offset}") from exc
-    if pos != size:
-        raise CorruptRecordError(f"the batch at offset {header.base_offset} has bytes after its "
-                                 f"{header.records_count} records")
-    return RecordScan(header.records_count, low, high, null_key)
-
-
 def _decode_records(body: Buffer, header: BatchHeader, log_append: bool) -> list[Record]:
     records = []
     pos = 0
     size = len(body)
     for _ in range(header.records_count):
-        length, pos = _read_varint(body, pos)
+        length, pos = read_varint(body, pos)
         record_end = pos + length
         if length < 0 or record_end > size:
             raise ValueError("record length out of bounds")
         pos += 1  # record attributes: unused
-        ts_delta, pos = _read_varint(body, pos)
-        offset_delta, pos = _read_varint(body, pos)
+        ts_delta, pos = read_varint(body, pos)
+        offset_delta, pos = read_varint(body, pos)
         key, pos = _read_bytes(body, pos)
         value, pos = _read_bytes(body, pos)
-        header_count, pos = _read_varint(body, pos)
+        header_count, pos = read_varint(body, pos)
         if header_count < 0:
             raise ValueError("negative header count")
         headers: list[tuple[str, bytes | None]] = []

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from epoch_broker.protocol.errors import InvalidRecordError, InvalidTimestampError, KafkaError
+from epoch_broker.protocol.record_scan import scan_records
 from epoch_broker.protocol.records import (
     TIMESTAMP_LOG_APPEND_TIME,
     BatchHeader,
@@ -38,7 +39,6 @@ from epoch_broker.protocol.records import (
     iter_batches,
     iter_records,
     recompressed_batch,
-    scan_records,
 )
 
 LONG_MAX = 2**63 - 1

@@ -42,8 +42,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-import crc32c
-from epoch_broker.protocol.records import BatchHeader, EndTxnMarker
+from epoch_broker.protocol.records import BatchHeader, EndTxnMarker, crc32c_of
 from epoch_broker.storage.fs import FileSystem
 
 MAX_BATCHES = 5
@@ -203,7 +202,7 @@ class ProducerStateManager:
             body += _TXN.pack(entry.coordinator_epoch, entry.txn_first_offset)
             for batch in entry.batches:
                 body += _BATCH.pack(*batch)
-        data = _PREFIX.pack(_VERSION, crc32c.crc32c(body)) + body
+        data = _PREFIX.pack(_VERSION, crc32c_of(body)) + body
         self.fs.write_atomic(self._path(offset), bytes(data))
         for old in self.snapshot_offsets()[:-keep]:
             self.fs.remove(self._path(old))
@@ -238,7 +237,7 @@ class ProducerStateManager:
         try:
             version, crc = _PREFIX.unpack_from(data, 0)
             body = memoryview(data)[_PREFIX.size :]
-            if version not in (1, _VERSION) or crc32c.crc32c(body) != crc:
+            if version not in (1, _VERSION) or crc32c_of(body) != crc:
                 return None
             (count,) = _COUNT.unpack_from(body, 0)
             pos = _COUNT.size

@@ -23,7 +23,8 @@ import pytest
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.headers import encode_request_header
 from epoch_broker.protocol.messages import APIS, metadata
-from epoch_broker.protocol.records import batch_body, iter_batches, scan_records, validate_batch
+from epoch_broker.protocol.record_scan import scan_records
+from epoch_broker.protocol.records import batch_body, iter_batches, validate_batch
 
 from tests.helpers import BrokerProcess, start_broker
 from tests.protocol.test_roundtrip import sample

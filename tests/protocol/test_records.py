@@ -13,6 +13,7 @@ from epoch_broker.protocol.errors import (
     InvalidRecordError,
     UnsupportedForMessageFormat,
 )
+from epoch_broker.protocol.record_scan import scan_records
 from epoch_broker.protocol.records import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
@@ -23,7 +24,6 @@ from epoch_broker.protocol.records import (
     iter_batches,
     iter_records,
     parse_header,
-    scan_records,
     stamp,
     stamp_log_append_time,
     validate_batch,
