@@ -20,9 +20,6 @@ from __future__ import annotations
 import base64
 from typing import Protocol
 
-from scramp import ScramClient as _ScrampClient
-from scramp import ScramException
-
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
@@ -71,9 +68,12 @@ class ScramClient:
         if mechanism not in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
             raise ValueError(f"unknown SCRAM mechanism {mechanism!r}")
         self.mechanism = mechanism
+        import scramp  # on first use: it and what it imports cost every start-up ~20 ms otherwise
+
+        self._scram_error: type[Exception] = scramp.ScramException
         try:
-            self._scramp = _ScrampClient([mechanism], username, password)
-        except ScramException as exc:  # an empty username, or one SASLprep refuses
+            self._scramp = scramp.ScramClient([mechanism], username, password)
+        except scramp.ScramException as exc:  # an empty username, or one SASLprep refuses
             raise ValueError(f"unusable SCRAM username or password: {exc.args[0]}") from None
         self._stage = "initial"  # then server-first, server-final, done
         self.complete = False
@@ -101,7 +101,7 @@ class ScramClient:
                 return None
         except UnicodeDecodeError:
             raise SaslError(f"{self.mechanism}: the server's {stage} message is not UTF-8") from None
-        except ScramException as exc:
+        except self._scram_error as exc:
             if stage == "server-final" and _is_verifier(message):
                 # Well formed, so scramp refused the signature itself.
                 raise SaslError(f"{self.mechanism}: the server signature does not match: the server does not "

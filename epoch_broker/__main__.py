@@ -23,12 +23,11 @@ from typing import Any
 from epoch_broker import __version__, logs
 from epoch_broker.broker import events
 from epoch_broker.broker.config import BrokerConfig, ConfigError, StartupError, load_config
-from epoch_broker.drill import launcher
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="epoch-broker", description="A Kafka-compatible broker.")
     parser.add_argument("--version", action="version", version=f"epoch-broker {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -37,7 +36,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a config key (repeatable; wins over the file)")
     serve.add_argument("--log-level", default="INFO", help=", ".join(LOG_LEVELS))
-    launcher.add_arguments(commands.add_parser("cluster", help="run a controller and N brokers as processes"))
+    cluster = commands.add_parser("cluster", help="run a controller and N brokers as processes")
+    if argv[:1] == ["cluster"]:  # its options need the launcher, imported only then (it slows `serve`'s start)
+        from epoch_broker.drill import launcher
+
+        launcher.add_arguments(cluster)
     # listed for --help only: main() hands `admin ...` to broker.admin's own parser
     commands.add_parser("admin", help="elections, fault hooks, signals and status of a cluster", add_help=False)
     commands.add_parser("drill", help="a failover drill: cluster, clients, seeded faults, checker, report",
@@ -86,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         return runner.main(argv[1:])
     args = _parse_args(argv)
     if args.command == "cluster":
+        from epoch_broker.drill import launcher
+
         return launcher.run(args)
     if args.log_level.upper() not in LOG_LEVELS:
         print(f"epoch-broker: unknown --log-level {args.log_level!r} (one of {', '.join(LOG_LEVELS)})",

@@ -479,14 +479,26 @@ class Message:
         self.versions = VersionRange.parse(versions)
         self.flexible = VersionRange.parse(flexible) if flexible else NONE
         self.fields = fields
-        self.types: dict[str, type] = {}
-        self.cls = _make_class(name, fields, self.types)
+        self._types: dict[str, type] | None = None
         self._codecs: dict[int, tuple[Callable, Callable]] = {}
 
+    @property
+    def types(self) -> dict[str, type]:
+        """The generated class of this message and of each struct in it, by name: made on first use, since a
+        process meets few of the APIs declared and generating them all would cost every start-up ~20 ms."""
+        if self._types is None:
+            types: dict[str, type] = {}
+            _make_class(self.name, self.fields, types)
+            self._types = types
+        return self._types
+
+    @property
+    def cls(self) -> type:
+        return self.types[self.name]
+
     def __getattr__(self, item: str) -> type:
-        types = self.__dict__.get("types")
-        if types is not None and item in types:
-            return types[item]
+        if not item.startswith("_") and item in self.types:  # a struct's class: REQUEST.TopicProduceData
+            return self.types[item]
         raise AttributeError(item)
 
     def codec(self, version: int) -> tuple[Callable, Callable]:

@@ -34,9 +34,10 @@ import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from scramp import ScramException, ScramMechanism
+if TYPE_CHECKING:
+    from types import ModuleType
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -50,6 +51,13 @@ SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 _HASHES = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
 _PLAIN_FAILED = "Authentication failed: Invalid username or password"
+
+
+def _scramp() -> ModuleType:
+    """scramp, imported on first use: it and what it imports cost ~20 ms of every start-up otherwise."""
+    import scramp
+
+    return scramp
 
 
 class AuthenticationFailed(Exception):
@@ -122,11 +130,12 @@ class ScramCredential:
         _check_iterations(mechanism, iterations)
         if salt is not None:
             _check_salt(salt)
+        scramp = _scramp()
         try:
-            salt, stored_key, server_key, iterations = ScramMechanism(mechanism).make_auth_info(
+            salt, stored_key, server_key, iterations = scramp.ScramMechanism(mechanism).make_auth_info(
                 password, iteration_count=iterations, salt=salt
             )
-        except ScramException as exc:  # a password SASLprep refuses (control characters, ...)
+        except scramp.ScramException as exc:  # a password SASLprep refuses (control characters, ...)
             raise ValueError(f"unusable password: {exc.args[0]}") from None
         return cls(mechanism, salt, iterations, stored_key, server_key)
 
@@ -258,7 +267,9 @@ class ScramServer:
         _check_mechanism(mechanism)
         self.mechanism = mechanism
         self._store = store
-        self._scramp = ScramMechanism(mechanism).make_server(self._lookup)
+        scramp = _scramp()
+        self._scram_error: type[Exception] = scramp.ScramException
+        self._scramp = scramp.ScramMechanism(mechanism).make_server(self._lookup)
         self._stage = "client-first"  # then client-final, then done
         self._username = ""
         self._known = False
@@ -306,14 +317,14 @@ class ScramServer:
         try:
             self._scramp.set_client_first(message)
             return self._scramp.get_server_first().encode()
-        except ScramException as exc:
+        except self._scram_error as exc:
             raise _scram_failed(self.mechanism, f"client-first: {exc}") from None
 
     def _client_final(self, message: str) -> bytes:
         try:
             self._scramp.set_client_final(message)
             answer = self._scramp.get_server_final()
-        except ScramException as exc:
+        except self._scram_error as exc:
             reason = "unknown user" if not self._known else f"client-final: {exc}"
             raise _scram_failed(self.mechanism, reason) from None
         if not self._known:  # cannot happen (the decoy's keys are random), but never let a decoy in
