@@ -8,6 +8,7 @@ import importlib.util
 import shutil
 import struct
 import sysconfig
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -33,9 +34,10 @@ PURE = pure_python()
 COMPILED = record_scan.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 
 
-def test_the_install_compiled_the_scanner_where_a_c_compiler_exists() -> None:
+def test_the_install_compiled_the_scanner_where_a_c_compiler_and_the_python_headers_exist() -> None:
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    assert (shutil.which(compiler) is not None) == COMPILED, record_scan.__file__
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    assert (shutil.which(compiler) is not None and headers.is_file()) == COMPILED, record_scan.__file__
 
 
 def outcome(module: ModuleType, body: bytes, header: object) -> tuple:
