@@ -143,7 +143,6 @@ class _History:
     by_op: dict[str, list[tuple[int, Event]]]  # op -> (index in events, event)
     transactions: dict[tuple[str, int], list[Record]]  # (producer client, txn) -> the records sent in it
     outcomes: dict[tuple[str, int], Event]  # (producer client, txn) -> its txn event
-    in_transactions: set[Record]  # every record sent in a transaction
 
     @classmethod
     def build(cls, events: list[Event], final_reader: str) -> _History:
@@ -151,7 +150,7 @@ class _History:
         history = cls(events=events, final_reader=final_reader, start=events[0]["time"] if events else 0.0,
                       sends={}, acked={}, answered=set(), final_reads=defaultdict(list), final_at={}, final_hw={},
                       truncations=_Truncations(events), by_op=defaultdict(list), transactions=defaultdict(list),
-                      outcomes={}, in_transactions=set())
+                      outcomes={})
         for index, event in enumerate(events):
             op = event["op"]
             history.by_op[op].append((index, event))
@@ -159,7 +158,6 @@ class _History:
                 record = (_partition(event), event["value"])
                 if record not in history.sends and "txn" in event:
                     history.transactions[event["client"], event["txn"]].append(record)
-                    history.in_transactions.add(record)
                 history.sends.setdefault(record, event)
             elif op == "txn":
                 history.outcomes[event["client"], event["txn"]] = event
@@ -174,6 +172,10 @@ class _History:
                 history.final_at.setdefault((tp, event["offset"]), event)
                 history.final_hw[tp] = max(history.final_hw.get(tp, 0), event["offset"] + 1)
         return history
+
+    def outcome(self, transaction: tuple[str, int]) -> str:
+        """commit, abort, or unknown (also when its producer never said)."""
+        return self.outcomes[transaction]["outcome"] if transaction in self.outcomes else "unknown"
 
     def at(self, event: Event) -> str:
         return f"+{event['time'] - self.start:.3f}s"
@@ -212,7 +214,7 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
         "produce_not_leader": sum(1 for event in acks if event["error"] == "NOT_LEADER_OR_FOLLOWER"),
     }
     if history.transactions:
-        outcomes = [history.outcomes.get(key, {}).get("outcome", "unknown") for key in history.transactions]
+        outcomes = [history.outcome(key) for key in history.transactions]
         figures.update({f"transactions_{outcome}": outcomes.count(outcome)
                         for outcome in ("commit", "abort", "unknown")})
     return CheckResult(invariants, figures, history.start)
@@ -398,7 +400,7 @@ def _committed_reads(history: _History) -> list[Event]:
 def _aborted_read(history: _History) -> Invariant:
     found = _Findings()
     aborted = {record: key for key, records in history.transactions.items()
-               if history.outcomes.get(key, {}).get("outcome") == "abort" for record in records}
+               if history.outcome(key) == "abort" for record in records}
     for read in _committed_reads(history):
         key = aborted.get((_partition(read), read["value"]))
         if key is not None:
@@ -421,7 +423,7 @@ def _partial_transaction(history: _History) -> Invariant:
     for (client, txn), records in history.transactions.items():
         held = [record for record in records if record in final]
         if 0 < len(held) < len(records):
-            outcome = history.outcomes.get((client, txn), {}).get("outcome", "unknown")
+            outcome = history.outcome((client, txn))
             missing = next(record for record in records if record not in final)
             found.add(f"transaction {txn} of {client} ({outcome}): {len(held)} of its {len(records)} records in the "
                       f"final log; missing {_name(missing[0])} {missing[1]!r}")
@@ -431,6 +433,7 @@ def _partial_transaction(history: _History) -> Invariant:
 def _undetected_truncation(history: _History) -> tuple[Invariant, int]:
     """The invariant, and how many replaced reads their consumer did report."""
     found, detected = _Findings(), 0
+    in_transactions = {record for records in history.transactions.values() for record in records}
     for index, event in history.of_op("read"):
         if event["client"] == history.final_reader:
             continue
@@ -440,7 +443,7 @@ def _undetected_truncation(history: _History) -> tuple[Invariant, int]:
             if final["value"] == event["value"]:
                 continue
             now = f"the final log has {final['value']!r} there"
-        elif (tp, event["value"]) in history.in_transactions:
+        elif (tp, event["value"]) in in_transactions:
             continue  # a gap of a read_committed final log: an aborted record (aborted_read judges who read it)
         elif offset < history.final_hw.get(tp, 0):
             now = "the final log has no record there"

@@ -87,10 +87,11 @@ class Worker:
         self.thread.join(timeout_s)
 
 
-class Producers(Worker):
-    def __init__(self, bootstrap: str, topic: str, partitions: int, history: HistoryWriter, logger: logging.Logger,
-                 acks: str = "all", rate_per_s: float = 200.0) -> None:
-        super().__init__("drill-producer")
+class _Producing(Worker):
+    """What the producers share: the round-robin over the partitions, values "p<partition>-<n>", the counts."""
+
+    def __init__(self, name: str, topic: str, partitions: int, history: HistoryWriter, rate_per_s: float) -> None:
+        super().__init__(name)
         self.topic = topic
         self.partitions = partitions
         self.history = history
@@ -98,12 +99,35 @@ class Producers(Worker):
         self.next_number = [0] * partitions
         self.acked = 0
         self.failed = 0
+        self._turn = 0
+
+    def _send(self, producer: Producer, on_delivery: Callable[[KafkaError | None, Any], None],
+              **fields: Any) -> tuple[int, str]:
+        """Produce the next record (polling while the client's queue is full) and record its send with `fields`;
+        (partition, value)."""
+        partition = self._turn % self.partitions
+        value = f"p{partition}-{self.next_number[partition]}"
+        while True:
+            try:
+                producer.produce(self.topic, value.encode(), partition=partition, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        self.history.record("send", topic=self.topic, partition=partition, value=value, **fields)
+        self.next_number[partition] += 1
+        self._turn += 1
+        return partition, value
+
+
+class Producers(_Producing):
+    def __init__(self, bootstrap: str, topic: str, partitions: int, history: HistoryWriter, logger: logging.Logger,
+                 acks: str = "all", rate_per_s: float = 200.0) -> None:
+        super().__init__("drill-producer", topic, partitions, history, rate_per_s)
         self.acks = acks
         self.producer = Producer({"bootstrap.servers": bootstrap, "client.id": PRODUCER_CLIENT_ID,
                                   "enable.idempotence": acks == "all", "acks": acks,
                                   "linger.ms": 5, "message.timeout.ms": 60000,
                                   "topic.metadata.refresh.interval.ms": 1000, "logger": logger})
-        self._turn = 0
 
     def _delivered(self, error: KafkaError | None, message: Any) -> None:
         value = message.value().decode()
@@ -117,41 +141,24 @@ class Producers(Worker):
                                 error=str(error), acks=self.acks)
 
     def step(self) -> None:
-        partition = self._turn % self.partitions
-        value = f"p{partition}-{self.next_number[partition]}"
-        try:
-            self.producer.produce(self.topic, value.encode(), partition=partition, on_delivery=self._delivered)
-        except BufferError:
-            self.producer.poll(0.1)
-            return
-        self.history.record("send", topic=self.topic, partition=partition, value=value, acks=self.acks)
-        self.next_number[partition] += 1
-        self._turn += 1
+        self._send(self.producer, self._delivered, acks=self.acks)
         self.producer.poll(self.interval)
 
     def finish(self) -> None:
         self.producer.flush(60)  # every send gets its outcome (or stays unknown past the timeout)
 
 
-class TransactionalProducer(Worker):
+class TransactionalProducer(_Producing):
     def __init__(self, bootstrap: str, topic: str, partitions: int, history: HistoryWriter, logger: logging.Logger,
                  rate_per_s: float = 200.0) -> None:
-        super().__init__("drill-transactional-producer")
-        self.topic = topic
-        self.partitions = partitions
-        self.history = history
+        super().__init__("drill-transactional-producer", topic, partitions, history, rate_per_s)
         self.logger = logger
-        self.interval = 1.0 / rate_per_s
-        self.next_number = [0] * partitions
-        self.acked = 0
-        self.failed = 0
         self.txn = 0
         self.config = {"bootstrap.servers": bootstrap, "client.id": PRODUCER_CLIENT_ID,
                        "transactional.id": TRANSACTIONAL_ID, "linger.ms": 5, "transaction.timeout.ms": 30000,
                        "message.timeout.ms": 30000, "topic.metadata.refresh.interval.ms": 1000, "logger": logger}
         self.producer: Producer | None = None
         self._offsets: dict[str, int] = {}  # value -> offset, from the delivery reports of this transaction
-        self._turn = 0
 
     def _delivered(self, error: KafkaError | None, message: Any) -> None:
         if error is None:
@@ -168,7 +175,7 @@ class TransactionalProducer(Worker):
             self.producer.begin_transaction()
             self.txn += 1
             for _ in range(TXN_RECORDS):
-                sent.append(self._send(self.producer, txn))
+                sent.append(self._send(self.producer, self._delivered, acks="all", txn=txn))
                 self.producer.poll(self.interval)
         except KafkaException as exc:
             if not sent:  # not begun: a producer left in an error state is made anew
@@ -191,20 +198,6 @@ class TransactionalProducer(Worker):
         self._offsets.clear()
         if outcome == "unknown":
             self.producer = None  # init_transactions of the next one fences it; the coordinator ends the txn
-
-    def _send(self, producer: Producer, txn: int) -> tuple[int, str]:
-        partition = self._turn % self.partitions
-        value = f"p{partition}-{self.next_number[partition]}"
-        while True:
-            try:
-                producer.produce(self.topic, value.encode(), partition=partition, on_delivery=self._delivered)
-                break
-            except BufferError:
-                producer.poll(0.1)
-        self.history.record("send", topic=self.topic, partition=partition, value=value, acks="all", txn=txn)
-        self.next_number[partition] += 1
-        self._turn += 1
-        return partition, value
 
     def _end(self, producer: Producer, wanted: str, why: str | None) -> tuple[str, str | None]:
         """Commit or abort as `wanted`: (outcome, why it aborted or is unknown)."""

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from epoch_broker.drill import admin
 from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import add_partitions_to_txn, end_txn, find_coordinator, init_producer_id, produce
+from epoch_broker.protocol.messages import add_partitions_to_txn, end_txn, init_producer_id, produce
 from epoch_broker.protocol.records import build_batch
 
 from tests.cluster.support import Cluster, clear_fault, create_topic
@@ -31,12 +32,8 @@ def transactional_id() -> str:
 
 
 async def transaction_coordinator(cluster: Cluster, node: int, txn_id: str) -> int:
-    async with cluster.client(node) as client:
-        answer = await client.request(find_coordinator.API, 4, find_coordinator.REQUEST.cls(
-            key_type=1, coordinator_keys=[txn_id]))
-    (coordinator,) = answer.coordinators
-    assert coordinator.error_code == ErrorCode.NONE, coordinator
-    return coordinator.node_id
+    """The coordinator of `txn_id` as broker `node` knows it (AdminError if it knows none)."""
+    return await admin.transaction_coordinator([cluster.broker(node).address], txn_id)
 
 
 def send(producer: Producer, prefix: str, count: int = 12) -> list[str]:
