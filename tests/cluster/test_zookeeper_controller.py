@@ -221,14 +221,23 @@ async def test_a_cluster_restarted_from_disk_keeps_topics_epochs_isrs_and_commit
     assert epoch > epoch_before  # the restarted controllers elected another, from the same count
     assert await asyncio.to_thread(_committed, cluster.bootstrap) == {p: p + 1 for p in range(PARTITIONS)}
 
-    status = json.loads(cluster.admin("status", "--json").stdout)
-    assert status["controller"]["controller_epoch"] == epoch
     server = ZooKeeperServer(Path(cluster.file.zookeeper.data_dir), cluster.file.zookeeper.port)
-    for row in (r for r in status["partitions"] if r["topic"] == TOPIC):
-        printed = server.cli("get", f"/brokers/topics/{TOPIC}/partitions/{row['partition']}/state")
-        state = json.loads(printed.strip().splitlines()[-1])
-        assert (state["leader"], state["leader_epoch"], state["isr"]) == (row["leader"], row["leader_epoch"],
-                                                                         row["isr"])
+
+    def zookeeper_agrees() -> list[tuple[tuple[int, int, list[int]], dict]]:
+        """Each partition as `admin status` shows it against its state znode; empty when they agree. Read at two
+        moments, so an ISR change between them (a restarted follower still catching up) is waited out."""
+        status = json.loads(cluster.admin("status", "--json").stdout)
+        assert status["controller"]["controller_epoch"] == epoch
+        differ = []
+        for row in (r for r in status["partitions"] if r["topic"] == TOPIC):
+            printed = server.cli("get", f"/brokers/topics/{TOPIC}/partitions/{row['partition']}/state")
+            state = json.loads(printed.strip().splitlines()[-1])
+            shown = (row["leader"], row["leader_epoch"], row["isr"])
+            if (state["leader"], state["leader_epoch"], state["isr"]) != shown:
+                differ.append((shown, state))
+        return differ
+
+    await wait_for(lambda: zookeeper_agrees() == [], what="ZooKeeper's view as admin status shows it", timeout=30)
 
 
 def _commit(bootstrap: str, offsets: dict[int, int]) -> None:
