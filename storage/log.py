@@ -186,12 +186,14 @@ class PartitionLog:
         now = self.clock()
         for base in sorted(bases):
             self._add_segment(LogSegment(self.directory, base, self.fs, self.config.index_interval_bytes, now))
-        if not self.segments:
+        # a new log (no segment on disk): its one empty segment has nothing to validate or re-derive epochs from
+        created = not self.segments
+        if created:
             self._add_segment(self._new_segment(max(log_start_offset, 0)))
         first_corrupt = self._rebuild_lost_indexes()
         # Where validation starts: nowhere after a clean shutdown, else from the recovery point;
         # from the very start when the epoch history must be re-derived.
-        if clean_shutdown and self.epoch_cache.loaded_from_checkpoint:
+        if created or (clean_shutdown and self.epoch_cache.loaded_from_checkpoint):
             first_unsafe = len(self.segments)
         elif not self.epoch_cache.loaded_from_checkpoint:
             first_unsafe = 0
@@ -210,7 +212,7 @@ class PartitionLog:
                     segment.load_tail()
                 except KafkaError:
                     first_unsafe = i  # the "clean" tail does not parse: recover it
-        if not self.epoch_cache.loaded_from_checkpoint:
+        if not self.epoch_cache.loaded_from_checkpoint and not created:
             self.epoch_cache.clear()
         recovered = first_unsafe < len(self.segments)
         if recovered:

@@ -15,6 +15,7 @@ from epoch_broker.protocol.errors import (
     UnsupportedForMessageFormat,
 )
 from epoch_broker.protocol.records import Compression, build_batch, iter_batches, iter_records, validate_batch
+from epoch_broker.storage.fs import FileSystem
 from epoch_broker.storage.leader_epoch import EpochEntry
 from epoch_broker.storage.log import LogConfig, PartitionLog, UnexpectedAppendOffset
 from epoch_broker.storage.log_manager import CLEAN_SHUTDOWN_FILE, HIGH_WATERMARK_FILE, LogManager
@@ -46,6 +47,35 @@ def offsets_in(buf: bytes) -> list[int]:
 @pytest.fixture
 def log(tmp_path: pathlib.Path) -> PartitionLog:
     return PartitionLog.open(str(tmp_path / "t-0"), SMALL)
+
+
+class CountingFileSystem(FileSystem):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fsyncs = 0
+
+    def fsync(self, fd: int) -> None:
+        self.fsyncs += 1
+        super().fsync(fd)
+
+    def fsync_dir(self, path: str) -> None:
+        self.fsyncs += 1
+        super().fsync_dir(path)
+
+
+def test_a_new_log_opens_without_recovery_and_its_first_epoch_is_one_checkpoint_write(tmp_path: pathlib.Path
+                                                                                     ) -> None:
+    """Creating __consumer_offsets makes 50 logs on the event loop: a new log has nothing to recover or clear."""
+    fs = CountingFileSystem()
+    log = PartitionLog.open(str(tmp_path / "t-0"), SMALL, fs)
+    assert fs.fsyncs == 0
+    assert not (tmp_path / "t-0" / "leader-epoch-checkpoint").exists()
+    log.epoch_cache.assign(0, 0)
+    assert fs.fsyncs == 2  # the checkpoint's file and its directory (tmp, fsync, rename, fsync dir)
+    log.append_as_leader(batch(3), leader_epoch=0)
+    reopened = PartitionLog.open(str(tmp_path / "t-0"), SMALL)
+    assert reopened.epoch_cache.entries == [EpochEntry(0, 0)]
+    assert reopened.log_end_offset == 3
 
 
 def test_leader_appends_get_consecutive_offsets_and_the_epoch_stamp(log: PartitionLog) -> None:
