@@ -1,11 +1,12 @@
-"""A field DSL that mirrors Kafka's message JSON, compiled with construct into one codec per version.
+"""A field DSL that mirrors Kafka's message JSON, compiled into one reader and one writer per version.
 
 A message is declared once, with version ranges, exactly as the Kafka JSON declares it (see
 `protocol/messages/`). For each version asked for, `Message` builds a construct tree (`StructType`,
-`ArrayType` and the primitives of `primitives.py`), compiles it with construct's code generator and caches
-the result. The generated code is straight-line: consecutive fixed-width fields become one
-`struct.Struct.unpack_from`/`pack`, strings and arrays are single calls, and decoded structs are instances of
-generated slotted classes, so the compiled codec does no per-field dispatch at run time.
+`ArrayType` and the primitives of `primitives.py`), generates Python source for the side asked for (a reader
+on first decode, a writer on first encode), compiles it and caches the function. The generated code is
+straight-line: consecutive fixed-width fields become one `struct.Struct.unpack_from`/`pack`, strings and arrays
+are single calls, and decoded structs are instances of generated slotted classes, so the compiled codec does no
+per-field dispatch at run time.
 
 Rules:
 - Decoded objects have every field of every version; fields absent in the decoded version keep their
@@ -446,14 +447,38 @@ def write_tags(out: list, obj: KafkaStruct, tagged: tuple) -> None:
         out.append(data)
 
 
-def _compile(root: StructType) -> tuple[Callable, Callable]:
-    compiled = root.compile()
-    namespace = compiled.module.__dict__
-    linked = compiled.module.linkedinstances
-    namespace.update({k: v for k, v in linked.items() if isinstance(k, str) and k != "__late__"})
+class _CodeGen:
+    """What the codec generators use of construct's CodeGen: source blocks (dedented, each kept once: a set
+    instead of construct's scan of its list), the reader/writer caches and the linked globals."""
+
+    def __init__(self) -> None:
+        self.blocks = ["import struct"]
+        self._seen = set(self.blocks)
+        self.parsercache: dict[str, str] = {}
+        self.buildercache: dict[str, str] = {}
+        self.linkedinstances: dict[str, Any] = {}
+
+    def append(self, block: str) -> None:
+        lines = [line for line in block.splitlines() if line.strip()]
+        indent = len(lines[0]) - len(lines[0].lstrip())
+        text = "\n".join(line[indent:] for line in lines)
+        if text not in self._seen:
+            self._seen.add(text)
+            self.blocks.append(text)
+
+
+def _compile_side(root: StructType, side: str) -> Callable:
+    """The reader or the writer of `root` alone: a server only reads requests and writes responses, so generating
+    and compiling both sides (as construct's compile does) would double the cost of each API's first use."""
+    code = _CodeGen()
+    name = root.reader_name(code) if side == "reader" else root.writer_name(code)
+    namespace: dict[str, Any] = {}
+    exec(compile("\n".join(code.blocks) + "\n", f"<{root.cls.__name__} {side}>", "exec"), namespace)
+    linked = code.linkedinstances
+    namespace.update({k: v for k, v in linked.items() if k != "__late__"})
     for statement in linked.get("__late__", ()):
         exec(statement, namespace)
-    return namespace["__reader"], namespace["__writer"]
+    return namespace[name]
 
 
 # Everything a compiled reader can raise on malformed input, turned into DecodeError at the boundary.
@@ -480,7 +505,8 @@ class Message:
         self.flexible = VersionRange.parse(flexible) if flexible else NONE
         self.fields = fields
         self._types: dict[str, type] | None = None
-        self._codecs: dict[int, tuple[Callable, Callable]] = {}
+        self._readers: dict[int, Callable] = {}
+        self._writers: dict[int, Callable] = {}
 
     @property
     def types(self) -> dict[str, type]:
@@ -501,19 +527,28 @@ class Message:
             return self.types[item]
         raise AttributeError(item)
 
-    def codec(self, version: int) -> tuple[Callable, Callable]:
-        """(reader, writer) compiled for `version`, cached."""
-        codec = self._codecs.get(version)
-        if codec is None:
-            if version not in self.versions:
-                raise UnsupportedVersionError(f"{self.name} has no version {version} (declared {self.versions})")
-            root = StructType(self.cls, self.fields, version, version in self.flexible, self.types)
-            codec = self._codecs[version] = _compile(root)
-        return codec
+    def reader(self, version: int) -> Callable:
+        """The decoder of `version`, compiled on first use."""
+        reader = self._readers.get(version)
+        if reader is None:
+            reader = self._readers[version] = _compile_side(self._root(version), "reader")
+        return reader
+
+    def writer(self, version: int) -> Callable:
+        """The encoder of `version`, compiled on first use."""
+        writer = self._writers.get(version)
+        if writer is None:
+            writer = self._writers[version] = _compile_side(self._root(version), "writer")
+        return writer
+
+    def _root(self, version: int) -> StructType:
+        if version not in self.versions:
+            raise UnsupportedVersionError(f"{self.name} has no version {version} (declared {self.versions})")
+        return StructType(self.cls, self.fields, version, version in self.flexible, self.types)
 
     def decode_from(self, buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> tuple[Any, int]:
         """Decode one message starting at `pos`; returns (message, position after it)."""
-        reader = self.codec(version)[0]
+        reader = self.reader(version)
         view = buf if isinstance(buf, memoryview) else memoryview(buf)
         try:
             return reader(view, pos)
@@ -527,7 +562,7 @@ class Message:
 
     def encode_parts(self, obj: Any, version: int, out: list | None = None) -> list:
         """Encode into a list of parts: bytes-like pieces and, untouched, any non-buffer `records` values."""
-        writer = self.codec(version)[1]
+        writer = self.writer(version)
         parts: list = [] if out is None else out
         try:
             writer(parts, obj)

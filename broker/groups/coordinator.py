@@ -41,6 +41,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Iterable
@@ -74,6 +75,7 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+@functools.lru_cache(maxsize=4096)  # every OffsetCommit, Heartbeat... asks; the hash loops over the id in Python
 def partition_for(group_id: str, partitions: int) -> int:
     """Kafka's `Utils.abs(groupId.hashCode) % groupMetadataTopicPartitionCount` (Utils.abs(MIN_VALUE) = 0)."""
     h = java_string_hash(group_id)
