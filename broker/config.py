@@ -33,6 +33,10 @@ Project keys (not Kafka's):
 - `metrics.listener` (`http://host:port`, default empty = off): where this process serves its Prometheus
   metrics (`/metrics`), its status page (`/`) and the page's data (`/api/status`); port 0 takes a free port,
   logged at start. Without it no metric is recorded (broker/metrics.py, broker/status.py).
+- `controller.listener.probe.enable` (bool, default true): when the connection a broker heartbeats on closes,
+  the controller connects to the broker's registered listener; refused, the process is gone and the broker is
+  fenced at once instead of after the disconnect grace (broker/controller/server.py). Off, a broker restarted
+  within the grace keeps its leaderships (KIP-101's returning leader).
 - `cluster.max.partitions` (default 50000): CreateTopics and CreatePartitions that would take the cluster
   past it get POLICY_VIOLATION, checked before anything is allocated (as is Kafka's limit of 10000 new
   partitions per request).
@@ -312,6 +316,7 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "log.flush.every.append": ("log_flush_every_append", _bool),
     "log.format": ("log_format", _choice("text", "json")),
     "fault.hooks.enable": ("fault_hooks_enable", _bool),
+    "controller.listener.probe.enable": ("controller_listener_probe_enable", _bool),
     "message.timestamp.type": ("message_timestamp_type", _choice("CreateTime", "LogAppendTime")),
     "log.message.timestamp.type": ("message_timestamp_type", _choice("CreateTime", "LogAppendTime")),
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int(0)),
@@ -396,6 +401,7 @@ class BrokerConfig:
     log_flush_every_append: bool = False
     log_format: str = "text"  # the process's own log lines (not Kafka's log.*): text, or json, one object a line
     fault_hooks_enable: bool = False
+    controller_listener_probe_enable: bool = True
     message_timestamp_type: str = "CreateTime"
     group_initial_rebalance_delay_ms: int = 0  # Kafka: 3000, but 0 in its shipped server.properties
     group_min_session_timeout_ms: int = 6_000  # JoinGroup's session timeout bounds (INVALID_SESSION_TIMEOUT outside)

@@ -330,6 +330,14 @@ class Controller:
         if node_id in self.last_heartbeat:
             self.disconnected[node_id] = (self.clock(), grace_s)
 
+    def fence_gone(self, node_id: int, listener: str) -> None:
+        """The broker's heartbeat connection closed and its listener refuses connections: fence it now, unless it
+        came back meanwhile (a new connection heartbeated) or is fenced already."""
+        closed = self.disconnected.get(node_id)
+        if closed is not None and node_id in self.image.live_brokers:
+            self._fence(node_id, f"its heartbeat connection closed {(self.clock() - closed[0]) * 1000:.0f} ms ago "
+                                 f"and its listener {listener} refuses connections")
+
     def check_liveness(self) -> None:
         """Fence every unfenced broker whose last heartbeat is older than the session timeout, or whose heartbeat
         connection closed longer ago than its grace; the log line says which, with the real delays."""

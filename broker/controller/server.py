@@ -6,10 +6,14 @@ committed, and fences brokers whose heartbeats stop (`Controller.check_liveness`
 
 Fast failure detection: when the connection a broker heartbeats on closes (its process died: the kernel
 closes its sockets), the broker is fenced two heartbeat intervals later (a timer, not the next liveness tick)
-unless it heartbeats again on a new connection (`Controller.shorten_session`). So a SIGKILLed leader is
-replaced in well under a second, while a paused broker (SIGSTOP) or a network partition, which close nothing,
-still get the whole session timeout. A paused controller is the converse: when it runs again after a gap of
-STALL_S or more, every broker gets a new session before any is judged, since their heartbeats waited unread.
+unless it heartbeats again on a new connection (`Controller.shorten_session`). Sooner still, the controller
+connects to the broker's listener at once: refused, nothing listens there any more, the process is gone, and
+the broker is fenced within milliseconds (`controller.listener.probe.enable`), before librdkafka's first leader
+query after its own connection broke (15-50 ms later; a query that still finds the dead leader waits for the
+client's 1 s topic scan). So a SIGKILLed leader is replaced at once, while a paused broker (SIGSTOP) or a network
+partition, which close nothing, still get the whole session timeout. A paused controller is the converse: when it
+runs again after a gap of STALL_S or more, every broker gets a new session before any is judged, since their
+heartbeats waited unread.
 
 With `zookeeper.connect` several controller processes share the store in ZooKeeper; one is active
 (broker/controller/quorum.py). The others answer NOT_CONTROLLER to everything but the connection's own
@@ -77,6 +81,7 @@ class ControllerServer:
         self._last_check = 0.0  # loop time of the last liveness check (a long gap: this process was stopped)
         self._judged = True  # False while not acting: heartbeats it refused meanwhile do not count against brokers
         self._grace_timers: set[asyncio.TimerHandle] = set()  # liveness checks ending disconnect graces
+        self._probes: set[asyncio.Task] = set()  # connections to the listeners of brokers whose connection closed
         self.disconnect_grace_s = 2 * config.broker_heartbeat_interval_ms / 1000
         self.metrics: ProcessMetrics | None = None  # with `metrics.listener` only
         self.status_server: StatusServer | None = None
@@ -157,6 +162,28 @@ class ControllerServer:
             # failover's clock. The margin puts the check past the shortened deadline (check_liveness is strict).
             self._grace_timers.add(asyncio.get_running_loop().call_later(self.disconnect_grace_s + 0.005,
                                                                          self._end_grace))
+            if self.config.controller_listener_probe_enable:
+                probe = asyncio.get_running_loop().create_task(self._probe_listener(node_id))
+                self._probes.add(probe)
+                probe.add_done_callback(self._probes.discard)
+
+    async def _probe_listener(self, node_id: int) -> None:
+        """Fence a broker whose listener refuses connections: a host that is up refuses at once a port nothing
+        listens on, so its process is gone. Anything else (accepted: a live broker that lost only this connection,
+        or one already restarted; unreachable, slow, a name that no longer resolves) leaves it to the grace."""
+        registration = self.controller.image.brokers.get(node_id)
+        if registration is None:
+            return
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(registration.host, registration.port),
+                                               self.disconnect_grace_s)
+        except ConnectionRefusedError:
+            if self.acting:
+                self.controller.fence_gone(node_id, f"{registration.host}:{registration.port}")
+            return
+        except (TimeoutError, OSError):
+            return
+        writer.close()
 
     def _on_commit(self, _records: list) -> None:
         self._appended.set()
@@ -203,6 +230,8 @@ class ControllerServer:
             await self.status_server.stop()
         for timer in self._grace_timers:
             timer.cancel()
+        for probe in list(self._probes):
+            probe.cancel()
         if self._liveness is not None:
             self._liveness.cancel()
             with contextlib.suppress(asyncio.CancelledError):

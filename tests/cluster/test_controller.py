@@ -223,6 +223,24 @@ def test_a_closed_connection_fences_the_leader_after_the_grace_unless_it_heartbe
             "400 ms grace; last heartbeat 500 ms ago)") in caplog.text
 
 
+def test_a_broker_whose_listener_refuses_connections_is_fenced_at_once_unless_it_came_back(
+        cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    cluster.create("t", [0, 1, 2])
+    for node in (0, 1, 2):
+        cluster.heartbeat(node)
+    cluster.controller.shorten_session(0, grace_s=10)
+    cluster.controller.shorten_session(1, grace_s=10)
+    cluster.clock.advance(0.003)
+    cluster.heartbeat(1)  # back on a new connection before the probe's answer: it stays
+    with caplog.at_level(logging.INFO, logger="epoch_broker.broker.controller.controller"):
+        cluster.controller.fence_gone(0, "127.0.0.1:9100")
+        cluster.controller.fence_gone(1, "127.0.0.1:9101")
+    assert cluster.controller.image.fenced_brokers == {0}
+    assert cluster.summary("t") == (1, 1, 1, (1, 2))
+    assert ("fencing broker 0 (its heartbeat connection closed 3 ms ago and its listener 127.0.0.1:9100 refuses "
+            "connections)") in caplog.text
+
+
 def test_a_fenced_follower_leaves_the_isr_with_only_a_partition_epoch_bump(cluster: Cluster) -> None:
     cluster.create("t", [0, 1, 2])
     cluster.expire(0, 2)

@@ -11,6 +11,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
+import pytest
 from epoch_broker.broker.config import BROKER_USER, CLUSTER_SECRET_ENV
 from epoch_broker.client.aio import PLAINTEXT, KafkaClient, Security
 from epoch_broker.drill import launcher
@@ -107,3 +108,19 @@ def test_a_second_process_with_a_live_brokers_node_id_gives_up_with_one_line(clu
     last = second.stderr.strip().splitlines()[-1]
     assert "DUPLICATE_BROKER_REGISTRATION" in last and "another process running as node 1" in last
     assert launcher.is_running(cluster.broker(1))
+
+
+@pytest.mark.cluster(brokers=2, overrides={"broker.session.timeout.ms": 30000, "broker.heartbeat.interval.ms": 10000})
+async def test_a_sigkilled_leader_is_fenced_at_once_because_its_listener_refuses_connections(cluster: Cluster
+                                                                                             ) -> None:
+    """Its heartbeat connection closed and nothing listens where it registered: the controller fences it without
+    waiting for the disconnect grace (here 20 s, never reached), so clients' first leader query finds the new
+    leader (librdkafka's comes 15-50 ms after its own connection broke)."""
+    topic = "killed-leader"
+    await create_topic(cluster, topic, assignments=[[0, 1]])
+    await wait_state(cluster, topic, lambda s: s.leader == 0 and s.isr == (0, 1), what="leader 0, ISR [0, 1]",
+                     node=1, timeout=30)
+    cluster.kill(0)
+    await wait_state(cluster, topic, lambda s: s.leader == 1, what="leader 1", node=1, timeout=15)
+    fenced = [line for line in cluster.log_text(CONTROLLER).splitlines() if "fencing broker 0 " in line]
+    assert len(fenced) == 1 and "refuses connections" in fenced[0], fenced
