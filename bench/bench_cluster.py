@@ -5,13 +5,12 @@ starts them), measured with confluent-kafka. Ours only (Tansu runs a single node
 - failover: SIGKILL of the leader of an RF 3, min.insync.replicas 2 partition to the delivery of the first
   acks=all record produced after the kill (one sample per run, each on a fresh cluster), with the launcher's
   timings (heartbeats 200 ms, session 1500 ms). Broken down from the process logs: the controller fences the
-  dead broker two heartbeat intervals after its heartbeat connection closed, and the new leader takes over
-  (its "leading in epoch" line); the client learns the new leader when librdkafka asks again: its fast leader
-  query right after the disconnect still sees the old leader, so that is its 1 s topic scan (a partition whose
-  leader is down is re-queried once a second, not configurable), the first one after the fencing. The kill
-  comes right after the producer's first delivery, so that scan is about 1 s after the kill: the figure is
-  bounded below by it, whatever the cluster does under ~1 s. The producer retries and reconnects every
-  20-100 ms (FAILOVER_CLIENT) so that its backoff adds nothing to that;
+  dead broker as soon as its listener refuses a connection (probed when its heartbeat connection closes; two
+  heartbeat intervals later at most), and the new leader takes over (its "leading in epoch" line); the client
+  learns the new leader when librdkafka asks again: its fast leader query 15-50 ms after its own connection
+  broke. A query that still saw the old leader (the fencing came later) waits for librdkafka's 1 s topic scan
+  (a partition whose leader is down is re-queried once a second, not configurable): such a run measures about
+  1 s. The producer retries and reconnects every 20-100 ms (FAILOVER_CLIENT) so that its backoff adds nothing;
 - acks=all throughput and latency at a fixed offered rate (10 MB/s of 1 KB records by default, over 3
   partitions led by the 3 brokers) for about 10 s per run, after one delivery to each partition (connections
   and metadata in place: steady state); each record's latency is produce() to its delivery callback, so it
