@@ -9,7 +9,10 @@ Authorization (Kafka's): a topic needs DESCRIBE. Asking for all topics, those th
 are left out; named, they are answered TOPIC_AUTHORIZATION_FAILED before their existence is looked at (no id,
 no partitions; asked by id, the id is answered and the name is not). Auto-creation needs CREATE on the cluster
 or on the topic, else TOPIC_AUTHORIZATION_FAILED.
-Illegal names (characters, length, "." / "..") get INVALID_TOPIC_EXCEPTION.
+Illegal names (characters, length, "." / "..") get INVALID_TOPIC_EXCEPTION. An answer that would name a leader
+whose replication link to this broker broke moments ago waits (at most 100 ms) for the controller to fence it
+(`ReplicaManager.settle_leaders`): a client asking right after its own connection to a killed leader broke learns
+the new leader instead of waiting for its next topic scan.
 Version notes: v0 asks for all topics with an empty list, v1+ with null. Authorized operations are INT32_MIN
 unless asked for (-1 crashes kafka-python at v8-10); asked for, a topic's are the operations the principal may
 do on it, the cluster's (v8-10) those on the cluster, or 0 without DESCRIBE on it; with no authorizer every
@@ -53,7 +56,12 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     cache = broker.metadata
     version = context.api_version
     include_ops = request.include_topic_authorized_operations
-    if request.topics is None or (version == 0 and not request.topics):
+    everything = request.topics is None or (version == 0 and not request.topics)
+    asked = cache.topics_by_name.values() if everything else (
+        cache.topics_by_name.get(t.name) if t.name is not None else cache.topics_by_id.get(t.topic_id)
+        for t in request.topics)
+    await broker.replica_manager.settle_leaders(state for state in asked if state is not None)  # looked at lazily
+    if everything:
         # all topics: those the principal may not describe are left out, not refused
         describable = authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC, cache.topics_by_name)
         topics = [_topic(context, state, include_ops) for name, state in cache.topics_by_name.items()

@@ -97,6 +97,8 @@ class ReplicaFetcher:
         self._changed = asyncio.Event()
         self._stopped = False
         self._client: KafkaClient | None = None  # the connection to the leader, while there is one
+        self.link_lost_at: float | None = None  # loop time the connection failed, until a fetch succeeds again
+        self.loss_held = False  # a Metadata answer was held for this loss already (ReplicaManager.settle_leaders)
         self.task = asyncio.create_task(self._run(), name=f"replica-fetcher-{node_id}-from-{source_id}")
 
     def add(self, partition: Partition) -> None:
@@ -135,9 +137,12 @@ class ReplicaFetcher:
                     await self._truncate_all(self._client)
                     await self._fetch(self._client)
                     backoff = RETRY_BACKOFF_S
+                    self.link_lost_at, self.loss_held = None, False
                 except (OSError, ConnectionError, KafkaError, ValueError) as exc:  # TimeoutError is an OSError
                     if self._stopped:
                         break
+                    if self.link_lost_at is None:
+                        self.link_lost_at = asyncio.get_running_loop().time()
                     log.warning("replica fetcher %d<-%d: %s; reconnecting in %.1f s", self.node_id, self.source_id,
                                 exc or type(exc).__name__, backoff)
                     await self._disconnect()
@@ -330,6 +335,19 @@ class ReplicaFetchers:
                                                              self.broker_epoch, self.link)
         fetcher.add(partition)
         self._sources[_key(partition)] = source
+
+    def recently_lost(self, window_s: float) -> set[int]:
+        """The leaders this broker replicates from whose connection failed less than `window_s` ago, has not served
+        a fetch since, and held no Metadata answer yet."""
+        now = asyncio.get_running_loop().time()
+        return {source for source, fetcher in self.fetchers.items() if fetcher.link_lost_at is not None
+                and not fetcher.loss_held and now - fetcher.link_lost_at < window_s}
+
+    def held_for(self, sources: set[int]) -> None:
+        """A Metadata answer waited for these leaders' fencing: none waits again before their link works again."""
+        for source in sources:
+            if (fetcher := self.fetchers.get(source)) is not None:
+                fetcher.loss_held = True
 
     def unfollow(self, partition: Partition) -> None:
         source = self._sources.pop(_key(partition), None)

@@ -22,9 +22,10 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
@@ -48,6 +49,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INTERNAL_APPEND_TIMEOUT_S = 5.0
+# A Metadata answer that would name a leader whose replication link broke less than LOST_LINK_WINDOW_S ago waits up
+# to LOST_LEADER_HOLD_S for the controller to fence it (`settle_leaders`).
+LOST_LINK_WINDOW_S = 5.0
+LOST_LEADER_HOLD_S = 0.1
 
 
 class InternalRecord(NamedTuple):
@@ -146,11 +151,39 @@ class ReplicaManager:
         self.fetchers = ReplicaFetchers(self.node_id, metadata, faults, broker_epoch, _inter_broker_link(config))
         self._isr_check: asyncio.Task | None = None  # started when a replicated partition is first led here
         self._alter_tasks: set[asyncio.Task] = set()
+        self._metadata_applied = asyncio.Event()  # set (and replaced) whenever metadata records are applied
 
     # -- following the metadata ---------------------------------------------------------------------
 
+    async def settle_leaders(self, topics: Iterable[TopicState]) -> None:
+        """Before a Metadata answer names the leaders of `topics`: if the link to one broke moments ago (this broker
+        replicates from it), wait at most LOST_LEADER_HOLD_S while the controller still has it unfenced. A killed
+        broker is fenced within milliseconds (the controller finds its listener refusing connections), but a
+        client's first leader query can come sooner; answered with the dead leader, librdkafka waits for its 1 s
+        topic scan to ask again. A live leader that lost only this link costs one answer the hold (once per lost
+        link), never a wrong answer."""
+        lost = self.fetchers.recently_lost(LOST_LINK_WINDOW_S)
+        suspects = lost and lost & {p.leader for topic in topics for p in topic.partitions.values()}
+        if not suspects:
+            return
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while suspects & self.metadata.live_brokers.keys() and (remaining := start + LOST_LEADER_HOLD_S - loop.time()
+                                                               ) > 0:
+            applied = self._metadata_applied
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(applied.wait(), remaining)
+        still_live = suspects & self.metadata.live_brokers.keys()
+        log.info("Metadata answer held %.0f ms: the replication link to leader(s) %s broke moments ago; %s",
+                 (loop.time() - start) * 1000, sorted(suspects),
+                 f"still unfenced: {sorted(still_live)}" if still_live else "fenced meanwhile")
+        # held once: a live leader's link trouble delays no further answer (until the link works and fails again)
+        self.fetchers.held_for(still_live)
+
     def apply_metadata(self, records: list[Any]) -> None:
         """Bring hosted partitions in line with the metadata after `records` were applied to the cache."""
+        self._metadata_applied.set()
+        self._metadata_applied = asyncio.Event()
         for record in records:
             if isinstance(record, RemoveTopicRecord):
                 self._remove_topic(record.topic_id)

@@ -18,7 +18,7 @@ from epoch_broker.drill import launcher
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import broker_registration
 
-from tests.cluster.support import Cluster, create_topic, produce, wait_state
+from tests.cluster.support import Cluster, create_topic, partition_state, produce, wait_for, wait_state
 from tests.helpers import free_port
 
 CONTROLLER = 1000  # the launcher's controller node id
@@ -124,3 +124,22 @@ async def test_a_sigkilled_leader_is_fenced_at_once_because_its_listener_refuses
     await wait_state(cluster, topic, lambda s: s.leader == 1, what="leader 1", node=1, timeout=15)
     fenced = [line for line in cluster.log_text(CONTROLLER).splitlines() if "fencing broker 0 " in line]
     assert len(fenced) == 1 and "refuses connections" in fenced[0], fenced
+
+
+@pytest.mark.cluster(brokers=2, overrides={"broker.session.timeout.ms": 30000, "broker.heartbeat.interval.ms": 10000,
+                                           "controller.listener.probe.enable": "false"})
+async def test_a_metadata_answer_naming_a_leader_whose_link_just_broke_is_held_once_and_stays_true(
+        cluster: Cluster) -> None:
+    """The follower's replication link to the leader breaks (SIGKILL); with no probe and a 20 s grace the controller
+    keeps the leader: the follower's next Metadata answer waits its hold (in case the controller fences it), then
+    names the leader it has, as the controller does; the answer after it is not held again."""
+    topic = "held-metadata"
+    await create_topic(cluster, topic, assignments=[[0, 1]])
+    await wait_state(cluster, topic, lambda s: s.leader == 0 and s.isr == (0, 1), what="leader 0, ISR [0, 1]",
+                     node=1, timeout=30)
+    cluster.kill(0)
+    await wait_for(lambda: "replica fetcher 1<-0" in cluster.log_text(1), timeout=15, what="the follower's link broken")
+    for _ in range(2):
+        assert (await partition_state(cluster, topic, node=1)).leader == 0
+    held = [line for line in cluster.log_text(1).splitlines() if "Metadata answer held" in line]
+    assert len(held) == 1 and "leader(s) [0] broke moments ago; still unfenced: [0]" in held[0], held
