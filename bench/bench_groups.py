@@ -7,7 +7,10 @@ Measurements per run, each broker freshly started, for the eager assignor (range
 - then time for a 4th consumer to join until all 4 hold partitions and every partition is owned exactly once
   (an incremental rebalance takes two rounds, each started by the members' next heartbeat);
 - synchronous commit throughput: one group member commits one offset at a time with `commit(asynchronous=
-  False)` (OffsetCommit, appended to `__consumer_offsets` before the answer) for a fixed time; commits/s.
+  False)` (OffsetCommit, appended to `__consumer_offsets` before the answer) for a fixed time; commits/s;
+- heartbeat round trip: a member that joined with the requests librdkafka sends (FindCoordinator v2, JoinGroup
+  v5, SyncGroup v3) sends HEARTBEATS Heartbeat v3 one after another on one connection (our blocking client):
+  median and p99 of each request's round trip.
 
 Both brokers run with session.timeout.ms 6000 on the clients. Ours runs with group.initial.rebalance.delay.ms
 at --initial-delay-ms (default 0, as a test broker runs; Kafka's default of 3000 ms adds exactly that to the
@@ -18,6 +21,7 @@ commits more per second (throughput).
 from __future__ import annotations
 
 import argparse
+import struct
 import threading
 import time
 import uuid
@@ -26,6 +30,9 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from epoch_broker.client.blocking import BlockingKafkaClient
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import find_coordinator, heartbeat, join_group, sync_group
 
 from bench.common import (
     BrokerProc,
@@ -42,6 +49,7 @@ MEMBERS = 3
 SESSION_MS = 6000
 JOIN_TIMEOUT_S = 90.0
 COOPERATIVE = "cooperative-sticky"
+HEARTBEATS = 2000
 
 
 @dataclass
@@ -52,6 +60,8 @@ class RunResult:
     cooperative_stable_s: float
     cooperative_fourth_s: float
     commits_per_s: float
+    heartbeat_p50_ms: float
+    heartbeat_p99_ms: float
 
 
 def create_topic(bootstrap: str, topic: str) -> None:
@@ -133,6 +143,50 @@ def commit_rate(bootstrap: str, topic: str, seconds: float) -> float:
         member.close()
 
 
+def _string(text: str) -> bytes:
+    return struct.pack(">h", len(text)) + text.encode()
+
+
+def heartbeat_round_trips(bootstrap: str, topic: str) -> tuple[float, float]:
+    """(median, p99) ms of HEARTBEATS heartbeats of a member of a one-member group, sent one after another."""
+    group = f"bench-heartbeat-{uuid.uuid4().hex[:8]}"
+    # ConsumerProtocolSubscription / Assignment v0: version, topics, user data (null)
+    subscription = struct.pack(">hi", 0, 1) + _string(topic) + struct.pack(">i", -1)
+    assignment = struct.pack(">hii", 0, 0, -1)
+    deadline = time.perf_counter() + JOIN_TIMEOUT_S
+    with BlockingKafkaClient.connect(bootstrap, "bench-heartbeat") as client:
+        client.negotiate()
+        member_id, generation = "", -1
+        while generation < 0:
+            if time.perf_counter() > deadline:
+                raise TimeoutError("the heartbeat benchmark's member never joined")
+            client.request(find_coordinator.API, 2, find_coordinator.REQUEST.cls(key=group))
+            joined = client.request(join_group.API, 5, join_group.REQUEST.cls(
+                group_id=group, session_timeout_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS, member_id=member_id,
+                protocol_type="consumer",
+                protocols=[join_group.REQUEST.JoinGroupRequestProtocol(name="range", metadata=subscription)]))
+            member_id = joined.member_id or member_id  # MEMBER_ID_REQUIRED hands out the id to join with
+            if joined.error_code == ErrorCode.NONE:
+                generation = joined.generation_id
+            elif joined.error_code != ErrorCode.MEMBER_ID_REQUIRED:
+                time.sleep(0.05)  # the coordinator is still loading
+        synced = client.request(sync_group.API, 3, sync_group.REQUEST.cls(
+            group_id=group, generation_id=generation, member_id=member_id,
+            assignments=[sync_group.REQUEST.SyncGroupRequestAssignment(member_id=member_id, assignment=assignment)]))
+        if synced.error_code != ErrorCode.NONE:
+            raise RuntimeError(f"SyncGroup answered {ErrorCode(synced.error_code).name}")
+        request = heartbeat.REQUEST.cls(group_id=group, generation_id=generation, member_id=member_id)
+        rtts = []
+        for _ in range(HEARTBEATS):
+            started = time.perf_counter()
+            answer = client.request(heartbeat.API, 3, request)
+            rtts.append(time.perf_counter() - started)
+            if answer.error_code != ErrorCode.NONE:
+                raise RuntimeError(f"Heartbeat answered {ErrorCode(answer.error_code).name}")
+    rtts.sort()
+    return rtts[len(rtts) // 2] * 1000, rtts[int(len(rtts) * 0.99)] * 1000
+
+
 def run_once(which: str, workdir: Path, commit_seconds: float, initial_delay_ms: int) -> RunResult:
     starter = start_tansu(workdir) if which == "tansu" else start_ours(
         workdir, {"group.initial.rebalance.delay.ms": str(initial_delay_ms), "offsets.topic.num.partitions": "5"})
@@ -143,7 +197,8 @@ def run_once(which: str, workdir: Path, commit_seconds: float, initial_delay_ms:
         eager = time_to_stable(broker.bootstrap, topic, "range")
         cooperative = time_to_stable(broker.bootstrap, topic, COOPERATIVE)
         rate = commit_rate(broker.bootstrap, topic, commit_seconds)
-    return RunResult(which, *eager, *cooperative, rate)
+        beats = heartbeat_round_trips(broker.bootstrap, topic)
+    return RunResult(which, *eager, *cooperative, rate, *beats)
 
 
 def summarize(runs: list[RunResult]) -> list[list[str]]:
@@ -155,7 +210,9 @@ def summarize(runs: list[RunResult]) -> list[list[str]]:
                                 ("range: a 4th joins, all 4 assigned (s)", "fourth_s", 2),
                                 ("cooperative-sticky: 3 consumers to Stable (s)", "cooperative_stable_s", 2),
                                 ("cooperative-sticky: a 4th joins, all 4 assigned (s)", "cooperative_fourth_s", 2),
-                                ("sync commits/s", "commits_per_s", 0)):
+                                ("sync commits/s", "commits_per_s", 0),
+                                ("heartbeat round trip p50 (ms)", "heartbeat_p50_ms", 3),
+                                ("heartbeat round trip p99 (ms)", "heartbeat_p99_ms", 3)):
         rows.append(compare_row(label, values("ours", attr), values("tansu", attr), digits))
     return rows
 
@@ -171,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
                           lambda which, workdir: run_once(which, workdir, args.commit_seconds, args.initial_delay_ms),
                           lambda r: f"stable in {r.stable_s:.2f} s (cooperative {r.cooperative_stable_s:.2f} s), "
                                     f"4th in {r.fourth_s:.2f} s (cooperative {r.cooperative_fourth_s:.2f} s), "
-                                    f"{r.commits_per_s:.0f} commits/s")
+                                    f"{r.commits_per_s:.0f} commits/s, heartbeat p50 {r.heartbeat_p50_ms:.3f} ms")
     table = summarize(runs)
     print_table(f"groups, confluent-kafka, median (min-max) of {args.runs} runs; ours with "
                 f"group.initial.rebalance.delay.ms={args.initial_delay_ms}",
