@@ -326,11 +326,46 @@ def write_compact_array_length(out: list, n: int) -> None:
 # -- construct classes -----------------------------------------------------------------------------------
 
 
+class CodeGen:
+    """What the reader and writer generators use of construct's CodeGen: source blocks (dedented, each kept once:
+    a set instead of construct's scan of its list), the reader/writer caches and the linked globals."""
+
+    def __init__(self) -> None:
+        self.blocks = ["import struct"]
+        self._seen = set(self.blocks)
+        self.parsercache: dict[str, str] = {}
+        self.buildercache: dict[str, str] = {}
+        self.linkedinstances: dict[str, Any] = {}
+
+    def append(self, block: str) -> None:
+        lines = [line for line in block.splitlines() if line.strip()]
+        indent = len(lines[0]) - len(lines[0].lstrip())
+        text = "\n".join(line[indent:] for line in lines)
+        if text not in self._seen:
+            self._seen.add(text)
+            self.blocks.append(text)
+
+
+def compile_function(construct: KafkaConstruct, side: str, label: str) -> Callable:
+    """The reader (`side` "reader") or the writer of `construct` alone, generated and compiled: a server only
+    reads requests and writes responses, so generating both sides (as construct's own compile does) would double
+    the cost of each API's first use. `label` names the generated code in tracebacks."""
+    code = CodeGen()
+    name = construct.reader_name(code) if side == "reader" else construct.writer_name(code)
+    namespace: dict[str, Any] = {}
+    exec(compile("\n".join(code.blocks) + "\n", f"<{label} {side}>", "exec"), namespace)
+    linked = code.linkedinstances
+    namespace.update({k: v for k, v in linked.items() if k != "__late__"})
+    for statement in linked.get("__late__", ()):
+        exec(statement, namespace)
+    return namespace[name]
+
+
 class KafkaConstruct(Construct):
     """A construct whose compiled form is a reader/writer function pair (see the module rules).
 
-    `parse`/`build` work uncompiled too, by running the same functions over the stream's bytes, so tests can
-    use any type through the plain construct API.
+    `parse`/`build` run the same functions over the stream's bytes, so tests can use any type through the plain
+    construct API.
     """
 
     def reader_name(self, code: Any) -> str:
@@ -339,56 +374,23 @@ class KafkaConstruct(Construct):
     def writer_name(self, code: Any) -> str:
         raise NotImplementedError
 
-    def _functions(self) -> tuple[Callable, Callable]:
-        compiled = self.compile()
-        return compiled.module.__dict__["__reader"], compiled.module.__dict__["__writer"]
-
-    def compile(self, filename: str | None = None) -> Any:
-        cached = self.__dict__.get("_compiled")
-        if cached is None:
-            cached = super().compile(filename)
-            self._compiled = cached
-        return cached
-
-    def _emitparse(self, code: Any) -> str:
-        name = self.reader_name(code)
-        code.append(f"__reader = {name}")
-        code.append(f"from {__name__} import run_reader")
-        return f"run_reader({name}, io)"
-
-    def _emitbuild(self, code: Any) -> str:
-        name = self.writer_name(code)
-        code.append(f"__writer = {name}")
-        code.append(f"from {__name__} import run_writer")
-        return f"run_writer({name}, obj, io)"
+    def _function(self, side: str) -> Callable:
+        compiled = self.__dict__.setdefault("_compiled", {})
+        if side not in compiled:
+            compiled[side] = compile_function(self, side, type(self).__name__)
+        return compiled[side]
 
     def _parse(self, stream: Any, context: Any, path: Any) -> Any:
-        reader, _ = self._functions()
         data = stream.read()
-        value, end = reader(memoryview(data), 0)
+        value, end = self._function("reader")(memoryview(data), 0)
         stream.seek(end - len(data), 1)
         return value
 
     def _build(self, obj: Any, stream: Any, context: Any, path: Any) -> Any:
-        _, writer = self._functions()
         out: list = []
-        writer(out, obj)
+        self._function("writer")(out, obj)
         stream.write(b"".join(out))
         return obj
-
-
-def run_reader(reader: Callable, io: Any) -> Any:
-    data = io.read()
-    value, end = reader(memoryview(data), 0)
-    io.seek(end - len(data), 1)
-    return value
-
-
-def run_writer(writer: Callable, obj: Any, io: Any) -> Any:
-    out: list = []
-    writer(out, obj)
-    io.write(b"".join(out))
-    return obj
 
 
 class Primitive(KafkaConstruct):

@@ -447,40 +447,6 @@ def write_tags(out: list, obj: KafkaStruct, tagged: tuple) -> None:
         out.append(data)
 
 
-class _CodeGen:
-    """What the codec generators use of construct's CodeGen: source blocks (dedented, each kept once: a set
-    instead of construct's scan of its list), the reader/writer caches and the linked globals."""
-
-    def __init__(self) -> None:
-        self.blocks = ["import struct"]
-        self._seen = set(self.blocks)
-        self.parsercache: dict[str, str] = {}
-        self.buildercache: dict[str, str] = {}
-        self.linkedinstances: dict[str, Any] = {}
-
-    def append(self, block: str) -> None:
-        lines = [line for line in block.splitlines() if line.strip()]
-        indent = len(lines[0]) - len(lines[0].lstrip())
-        text = "\n".join(line[indent:] for line in lines)
-        if text not in self._seen:
-            self._seen.add(text)
-            self.blocks.append(text)
-
-
-def _compile_side(root: StructType, side: str) -> Callable:
-    """The reader or the writer of `root` alone: a server only reads requests and writes responses, so generating
-    and compiling both sides (as construct's compile does) would double the cost of each API's first use."""
-    code = _CodeGen()
-    name = root.reader_name(code) if side == "reader" else root.writer_name(code)
-    namespace: dict[str, Any] = {}
-    exec(compile("\n".join(code.blocks) + "\n", f"<{root.cls.__name__} {side}>", "exec"), namespace)
-    linked = code.linkedinstances
-    namespace.update({k: v for k, v in linked.items() if k != "__late__"})
-    for statement in linked.get("__late__", ()):
-        exec(statement, namespace)
-    return namespace[name]
-
-
 # Everything a compiled reader can raise on malformed input, turned into DecodeError at the boundary.
 _DECODE_FAILURES = (struct.error, IndexError, ValueError, TypeError, OverflowError)
 
@@ -531,14 +497,14 @@ class Message:
         """The decoder of `version`, compiled on first use."""
         reader = self._readers.get(version)
         if reader is None:
-            reader = self._readers[version] = _compile_side(self._root(version), "reader")
+            reader = self._readers[version] = primitives.compile_function(self._root(version), "reader", self.name)
         return reader
 
     def writer(self, version: int) -> Callable:
         """The encoder of `version`, compiled on first use."""
         writer = self._writers.get(version)
         if writer is None:
-            writer = self._writers[version] = _compile_side(self._root(version), "writer")
+            writer = self._writers[version] = primitives.compile_function(self._root(version), "writer", self.name)
         return writer
 
     def _root(self, version: int) -> StructType:

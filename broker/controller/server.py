@@ -160,10 +160,10 @@ class ControllerServer:
             self.controller.shorten_session(node_id, self.disconnect_grace_s)
             # Fence when the grace ends, not at the next liveness tick (up to LIVENESS_CHECK_INTERVAL_S later): a
             # failover's clock. The margin puts the check past the shortened deadline (check_liveness is strict).
-            self._grace_timers.add(asyncio.get_running_loop().call_later(self.disconnect_grace_s + 0.005,
-                                                                         self._end_grace))
+            loop = asyncio.get_running_loop()
+            self._grace_timers.add(loop.call_later(self.disconnect_grace_s + 0.005, self._end_grace))
             if self.config.controller_listener_probe_enable:
-                probe = asyncio.get_running_loop().create_task(self._probe_listener(node_id))
+                probe = loop.create_task(self._probe_listener(node_id))
                 self._probes.add(probe)
                 probe.add_done_callback(self._probes.discard)
 

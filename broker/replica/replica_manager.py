@@ -168,8 +168,8 @@ class ReplicaManager:
             return
         loop = asyncio.get_running_loop()
         start = loop.time()
-        while suspects & self.metadata.live_brokers.keys() and (remaining := start + LOST_LEADER_HOLD_S - loop.time()
-                                                               ) > 0:
+        deadline = start + LOST_LEADER_HOLD_S
+        while suspects & self.metadata.live_brokers.keys() and (remaining := deadline - loop.time()) > 0:
             applied = self._metadata_applied
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(applied.wait(), remaining)

@@ -204,15 +204,21 @@ def test_a_leader_that_misses_heartbeats_is_fenced_and_the_next_isr_member_leads
     assert fence == [BrokerFenceRecord(0, cluster.epochs[0], True)]
 
 
-def test_a_closed_connection_fences_the_leader_after_the_grace_unless_it_heartbeats_again(
-        cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+def close_connections_of_0_and_1_and_bring_1_back(cluster: Cluster, grace_s: float, back_after_s: float) -> None:
+    """Topic t led by 0 (replicas 0, 1, 2); the heartbeat connections of 0 and 1 close, and 1 heartbeats again on a
+    new one `back_after_s` later (which restores its whole session)."""
     cluster.create("t", [0, 1, 2])
     for node in (0, 1, 2):
         cluster.heartbeat(node)
-    cluster.controller.shorten_session(0, grace_s=0.4)
-    cluster.controller.shorten_session(1, grace_s=0.4)
-    cluster.clock.advance(0.3)
-    cluster.heartbeat(1)  # reconnected in time: a new heartbeat restores its whole session
+    cluster.controller.shorten_session(0, grace_s=grace_s)
+    cluster.controller.shorten_session(1, grace_s=grace_s)
+    cluster.clock.advance(back_after_s)
+    cluster.heartbeat(1)
+
+
+def test_a_closed_connection_fences_the_leader_after_the_grace_unless_it_heartbeats_again(
+        cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    close_connections_of_0_and_1_and_bring_1_back(cluster, grace_s=0.4, back_after_s=0.3)
     cluster.clock.advance(0.2)
     with caplog.at_level(logging.INFO, logger="epoch_broker.broker.controller.controller"):
         cluster.controller.check_liveness()
@@ -225,13 +231,7 @@ def test_a_closed_connection_fences_the_leader_after_the_grace_unless_it_heartbe
 
 def test_a_broker_whose_listener_refuses_connections_is_fenced_at_once_unless_it_came_back(
         cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
-    cluster.create("t", [0, 1, 2])
-    for node in (0, 1, 2):
-        cluster.heartbeat(node)
-    cluster.controller.shorten_session(0, grace_s=10)
-    cluster.controller.shorten_session(1, grace_s=10)
-    cluster.clock.advance(0.003)
-    cluster.heartbeat(1)  # back on a new connection before the probe's answer: it stays
+    close_connections_of_0_and_1_and_bring_1_back(cluster, grace_s=10, back_after_s=0.003)  # 1 before its probe
     with caplog.at_level(logging.INFO, logger="epoch_broker.broker.controller.controller"):
         cluster.controller.fence_gone(0, "127.0.0.1:9100")
         cluster.controller.fence_gone(1, "127.0.0.1:9101")
