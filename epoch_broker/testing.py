@@ -188,11 +188,21 @@ class BrokerProcess:
         self.log_path = self.tmp_path / f"broker-{node_id}.log"
         self.overrides = {"node.id": str(node_id), "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
                           "log.dirs": str(self.data_dir), "fault.hooks.enable": "true", **overrides}
+        # metrics.listener on port 0 gets a port picked here, as the Kafka one: the kernel's pick would be known
+        # only from the process's log, and change with every restart
+        host, _, metrics_port = self.overrides.get("metrics.listener", "").rstrip("/").rpartition(":")
+        if metrics_port.isdigit() and int(metrics_port) == 0:
+            self.overrides["metrics.listener"] = f"{host}:{free_port()}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def metrics_url(self) -> str:
+        """http://host:port of its metrics.listener ("" without one)."""
+        return self.overrides.get("metrics.listener", "")
 
     @property
     def pid(self) -> int:
@@ -291,12 +301,12 @@ class Broker(_Both):
 
     @property
     def metrics_url(self) -> str:
-        """http://host:port of `/metrics`, `/` and `/api/status`, with `metrics.listener` in the config (in a
-        subprocess, give it a port: the kernel's pick for port 0 is only in the log)."""
+        """http://host:port of `/metrics`, `/` and `/api/status`, with `metrics.listener` in the config (port 0:
+        in process, the kernel's pick; in a subprocess, a free port picked before its start, kept by a restart)."""
         if self.server is not None and self.server.status_server is not None:
             return self.server.status_server.url
-        listener = self.config.get("metrics.listener", "")
-        assert listener and not listener.endswith(":0"), "metrics.listener with a port is needed here"
+        listener = self.process.metrics_url if self.process is not None else self.config.get("metrics.listener", "")
+        assert listener and not listener.endswith(":0"), "metrics.listener is needed (port 0: known once started)"
         return listener
 
     @property

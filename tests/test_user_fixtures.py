@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,25 @@ async def test_async_with_and_a_subprocess_broker_that_restarts_from_disk() -> N
             assert message is not None and message.value() == b"kept"
         finally:
             consumer.close()
+
+
+def test_a_subprocess_broker_on_metrics_port_0_serves_metrics_at_its_url_across_a_restart() -> None:
+    """The README's `metrics.listener` with port 0 also for `in_process=False`: the URL names the port the process
+    bound, and a restart binds the same one."""
+
+    def scrape(url: str) -> str:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
+            assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            return answer.read().decode()
+
+    with broker(in_process=False, metrics_listener="http://127.0.0.1:0") as started:
+        url = started.metrics_url
+        assert url.startswith("http://127.0.0.1:") and not url.endswith(":0")
+        topic = started.create_topic(unique_name())
+        assert f'topic="{topic}"' in scrape(url)
+        started.restart()
+        assert started.metrics_url == url
+        assert "kafka_network_requestmetrics_requests_total" in scrape(url)
 
 
 def test_a_bad_config_fails_the_start_with_the_brokers_own_message() -> None:
