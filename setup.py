@@ -12,8 +12,12 @@ from setuptools import Extension, setup
 # as "epoch_broker.protocol.record_scan" it would find none and compile untyped Python (~1.5x, not ~20x). Its init
 # function, PyInit_record_scan, is the same under either name, so it is installed under the package's.
 (scanner,) = cythonize(
-    [Extension("protocol.record_scan", ["protocol/record_scan.py"], optional=True)],
+    # -g0: no debug info (the module is 0.2 MB instead of 1.4 MB)
+    [Extension("protocol.record_scan", ["protocol/record_scan.py"], extra_compile_args=["-g0"])],
     compiler_directives={"language_level": 3, "annotation_typing": False},
 )
 scanner.name = "epoch_broker.protocol.record_scan"
+# Set here, not on the Extension given to cythonize: the one it returns lacks it, and without it a machine with no C
+# compiler (python:3.11-slim) could not install at all
+scanner.optional = True
 setup(ext_modules=[scanner])
