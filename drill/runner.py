@@ -55,7 +55,8 @@ from epoch_broker.drill.workload import (
 )
 
 TOPIC = "drill"
-COMPOSE_BOOTSTRAP = "broker-0:9092,broker-1:9093,broker-2:9094"  # docker-compose.yml's advertised listeners
+# docker-compose.yml's PLAINTEXT listeners, published and advertised on 127.0.0.1 (no /etc/hosts lines needed)
+COMPOSE_BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
 PROGRESS_EVERY_S = 2.0
 HEAL_TIMEOUT_S = 60.0
 CONSUMER_STOP_S = 20.0
@@ -76,6 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="attach to a running docker-compose project (its compose file)")
     parser.add_argument("--bootstrap", default=COMPOSE_BOOTSTRAP,
                         help=f"with --compose: the brokers as clients here reach them (default {COMPOSE_BOOTSTRAP})")
+    parser.add_argument("--compose-project", default=None,
+                        help="with --compose: its project name (Compose's -p; default: Compose's own, the file's "
+                             "directory)")
     parser.add_argument("--out", type=Path, default=None, help="report directory (default ./drill-SCENARIO-SEED)")
     parser.add_argument("--replay", type=Path, default=None, help="run the schedule of an earlier report again")
 
@@ -146,8 +150,14 @@ def run(scenario: Scenario, args: argparse.Namespace) -> int:
 def cluster_for(args: argparse.Namespace, out: Path) -> Iterator[Target]:
     """The cluster to drill: attached (left running) or started here (stopped at the end, whatever happens)."""
     if args.compose is not None:
-        say(f"attaching to the docker-compose project of {args.compose} (bootstrap {args.bootstrap})")
-        yield ComposeCluster(args.compose, args.bootstrap)
+        try:
+            target = ComposeCluster(args.compose, args.bootstrap, args.compose_project)
+        except RuntimeError as exc:  # no Compose CLI installed
+            raise DrillError(str(exc)) from exc
+        project = f", project {args.compose_project}" if args.compose_project else ""
+        say(f"attaching to the docker-compose project of {args.compose} (bootstrap {args.bootstrap}{project}) "
+            f"with {target.cli_name} {target.version}")
+        yield target
         return
     if args.cluster is not None:
         say(f"attaching to the cluster in {args.cluster}")
