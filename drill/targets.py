@@ -203,13 +203,13 @@ class ComposeCluster:
         self.compose("kill", "-s", "SIGKILL", name)
 
     def wait_exit(self, name: str) -> bool:
-        if self.v1:
-            containers = self.compose("ps", "-q", name).split()  # v1's ps lists stopped containers too
-            if not containers:
-                raise RuntimeError(f"{name}: no container in the compose project")
-            _run([self.docker, "wait", *containers])
-        else:
-            self.compose("wait", name)
+        # `docker wait` for both CLIs: v2's `compose wait` exits with the container's status (137 after SIGKILL),
+        # which would read as a failure; v1 has no `wait`
+        listed = ("ps", "-q", name) if self.v1 else ("ps", "-a", "-q", name)  # v1's ps lists stopped ones too
+        containers = self.compose(*listed).split()
+        if not containers:
+            raise RuntimeError(f"{name}: no container in the compose project")
+        _run([self.docker, "wait", *containers])
         return True
 
     def pause(self, name: str) -> None:

@@ -22,6 +22,8 @@ DOCKER_V2 = LOG + """case "$*" in
   "compose version --short") printf 'v2.29.1\\n' ;;
   *"ps --status running --services"*) printf 'controller\\nbroker-0\\nbroker-2\\n' ;;
   *"ps --status paused --services"*) printf 'broker-1\\n' ;;
+  *"ps -a -q broker-0") printf 'c0\\n' ;;
+  "wait "*) printf '137\\n' ;;
 esac
 """
 # Without the compose plugin, as Debian's docker.io: `docker compose` is an unknown command.
@@ -83,9 +85,9 @@ def test_with_compose_v2_the_target_asks_docker_compose_for_each_fault_and_the_h
 
     prefix = f"docker compose -f {REPO / 'docker-compose.yml'} "
     assert asked(tmp_path) == ["docker compose version --short"] + [prefix + args for args in [
-        "ps --status running --services", "kill -s SIGKILL broker-0", "wait broker-0", "restart broker-0",
-        "pause controller", "unpause controller", "ps --status paused --services", "unpause broker-1",
-        "up -d --wait"]]
+        "ps --status running --services", "kill -s SIGKILL broker-0", "ps -a -q broker-0"]] + ["docker wait c0"] + [
+        prefix + args for args in ["restart broker-0", "pause controller", "unpause controller",
+                                   "ps --status paused --services", "unpause broker-1", "up -d --wait"]]
 
 
 def test_with_compose_v1_the_target_uses_ps_filters_docker_wait_and_waits_for_health_itself(
