@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # PYTHONDONTWRITEBYTECODE is not passed on.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install interop-deps run cluster test test-fast test-nightly test-interop bench lint clean
+.PHONY: install interop-deps run cluster image test test-fast test-nightly test-interop bench lint clean
 
 # setup.py compiles protocol/record_scan.py: a change to it must rebuild, or the stale build would run
 $(STAMP): pyproject.toml setup.py protocol/record_scan.py protocol/record_scan.pxd
@@ -32,6 +32,15 @@ run: install
 # a controller and three brokers on 127.0.0.1:9092-9094 (controller 9192), data in ./cluster-data; Ctrl-C stops
 cluster: install
 	$(VENV)/bin/epoch-broker cluster --brokers 3
+
+# The Docker image from a wheelhouse made here: the wheel is built with this machine's compiler (the compiled record
+# scanner, which python:3.11-slim cannot build), and `docker build` needs no network. BASE_IMAGE=... picks the base.
+# (setuptools reuses build/lib.*: removed first, so no file of an older build gets into the wheel)
+image: install
+	rm -rf build/image build/lib.* build/bdist.*
+	$(PY) -m pip wheel -q -w build/image/wheelhouse .
+	cp Dockerfile .dockerignore build/image/
+	docker build $(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) -t epoch-broker build/image
 
 # pytest's own exit status is kept in .venv/.pytest-status (make itself exits 2 on any failure)
 test: install interop-deps

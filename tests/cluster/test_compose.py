@@ -2,7 +2,7 @@
 node's command is one the broker accepts, with the launcher's drill settings and ports, advertised listeners and
 controller addresses that agree with each other. docker-compose.yml has one controller with its metadata in its
 data dir; docker-compose.zookeeper.yml has three sharing it in a ZooKeeper service, which every broker lists. No
-Docker engine is needed: `docker-compose config` only reads the file."""
+Docker engine is needed: `docker-compose config` only reads the file (tests/shipped/test_docker.py runs both)."""
 
 from __future__ import annotations
 
@@ -120,7 +120,8 @@ def test_ports_listeners_and_the_controller_address_agree(compose: dict[str, Any
         assert _health_port(service) == plaintext.port
         metrics_port = int(controller.metrics_listener.rpartition(":")[2])
         assert controller.metrics_listener.startswith("http://0.0.0.0:")
-        assert service["ports"] == [{"published": metrics_port, "target": metrics_port}]
+        # admin requests and the status page, from this machine only
+        assert service["ports"] == [_on_loopback(port) for port in (plaintext.port, metrics_port)]
         if variant.zookeeper:
             assert controller.zookeeper_connect == f"{ZOOKEEPER_SERVICE}:{ZOOKEEPER_PORT}", name
             assert controller.zookeeper_session_timeout_ms == int(ZOOKEEPER_SESSION_TIMEOUT_MS), name
@@ -132,33 +133,38 @@ def test_ports_listeners_and_the_controller_address_agree(compose: dict[str, Any
     for node, name in enumerate(BROKER_NAMES):
         service = services[name]
         config = load_config(None, _parse_args(service["command"]).override)
-        listener, advertised = config.listeners[0], config.advertised_endpoints()["PLAINTEXT"]
+        listener, in_network, replication = config.listeners
+        assert (listener.listener, in_network.listener, replication.listener) == ("PLAINTEXT", "DOCKER", "INTERNAL")
+        advertised = config.advertised_endpoints()
         internal = config.advertised  # where the other brokers replicate from: INTERNAL, not published
-        assert (internal.listener, internal.host, internal.port) == ("INTERNAL", name, config.listeners[1].port)
+        assert (internal.listener, internal.host, internal.port) == ("INTERNAL", name, replication.port)
         assert config.process_roles == {"broker"} and config.node_id == node
         # every controller, by its service name and CONTROLLER listener, in node id order
         assert config.controller_address == ",".join(controller_addresses)
         assert config.inter_broker_listener == "INTERNAL"
         assert config.security_protocol("INTERNAL") == config.security_protocol("CONTROLLER") == "SASL_PLAINTEXT"
-        assert listener.host == "0.0.0.0"  # reachable from other containers and through the published port
-        # advertised as the service name on the same port, published 1:1 so host clients use it too
-        assert (advertised.host, advertised.port) == (name, listener.port)
+        assert listener.host == in_network.host == "0.0.0.0"
+        # host clients: published 1:1 on loopback and advertised as 127.0.0.1, so no name needs to resolve there
+        assert (advertised["PLAINTEXT"].host, advertised["PLAINTEXT"].port) == ("127.0.0.1", listener.port)
+        # clients in other containers of the compose network: the service name, not published
+        assert (advertised["DOCKER"].host, advertised["DOCKER"].port) == (name, in_network.port)
+        assert config.security_protocol("PLAINTEXT") == config.security_protocol("DOCKER") == "PLAINTEXT"
         # and its metrics listener (the status page), published 1:1 too
         metrics_port = int(config.metrics_listener.rpartition(":")[2])
         assert config.metrics_listener.startswith("http://0.0.0.0:")
-        assert service["ports"] == [{"published": port, "target": port} for port in (listener.port, metrics_port)]
+        assert service["ports"] == [_on_loopback(port) for port in (listener.port, metrics_port)]
         assert _health_port(service) == listener.port
         assert service["depends_on"] == {controller: {"condition": "service_healthy"}
                                          for controller in variant.controllers}
     configs = [load_config(None, _parse_args(services[name]["command"]).override) for name in _ours(variant)]
     ports = [endpoint.port for config in configs for endpoint in config.listeners]
     assert len(set(ports)) == len(ports)
-    published = [port["published"] for service in services.values() for port in service.get("ports", [])]
+    published = [port for service in services.values() for port in service.get("ports", [])]
     assert len(set(published)) == len(published)
 
 
 def test_the_zookeeper_service() -> None:
-    """The official image, on its own volumes, reachable only inside the compose network and healthy once it
+    """The official image (ZOOKEEPER_IMAGE names another), on its own volumes, reachable only inside the compose network and healthy once it
     answers `srvr`; the controllers start after it."""
     services = resolve(IN_ZOOKEEPER.file)["services"]
     zookeeper = services[ZOOKEEPER_SERVICE]
@@ -170,6 +176,11 @@ def test_the_zookeeper_service() -> None:
     assert f"/dev/tcp/127.0.0.1/{ZOOKEEPER_PORT}" in check and "srvr" in check, check
     for name in IN_ZOOKEEPER.controllers:
         assert services[name]["depends_on"] == {ZOOKEEPER_SERVICE: {"condition": "service_healthy"}}, name
+
+
+def _on_loopback(port: int) -> str:
+    """A port published 1:1 on the host's 127.0.0.1 only, as docker-compose v1 resolves it."""
+    return f"127.0.0.1:{port}:{port}/tcp"
 
 
 def _health_port(service: dict[str, Any]) -> int:
