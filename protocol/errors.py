@@ -217,6 +217,13 @@ class UnsupportedForMessageFormat(KafkaError):
     code = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
 
 
+class UnsupportedCompressionTypeError(KafkaError):
+    """A batch whose codec this process cannot decode: an id Kafka does not define (attributes 5-7), or an install
+    without the codec library. Not retriable: the producer fails the batch at once instead of timing out."""
+
+    code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
 class InvalidRecordError(KafkaError):
     """A batch that decodes but breaks a rule for client writes (Kafka's InvalidRecordException)."""
 

@@ -27,10 +27,15 @@ Rules:
 - Sans-IO: bytes in, values out. The hot path (iter_batches, validate_batch, stamp) uses only
   ``struct`` and ``crc32c`` and never copies record bytes (memoryview slices).
 - Only magic 2 is accepted; magic 0/1 raise UnsupportedForMessageFormat.
-- Every malformed input raises CorruptRecordError, never another exception type.
+- Every malformed input raises CorruptRecordError, never another exception type; a batch whose CRC holds but
+  whose codec no Kafka client writes (attributes 5-7), UnsupportedCompressionTypeError.
 - The base offset and partition leader epoch sit outside the CRC, so the broker stamps them in
   place; anything else (log-append time) needs the CRC recomputed.
-- Compression libraries are imported lazily: parsing headers and CRCs needs none of them.
+- Codecs: gzip is the standard library's, snappy, lz4 and zstd are cramjam's (a core dependency: one wheel, no
+  C library on the system), imported on first use: parsing headers and CRCs needs none of them.
+- Decompression never holds more than MAX_DECOMPRESSED_BYTES of output (a decompression bomb must not exhaust
+  memory): gzip stops there, a snappy block states its length up front, and lz4 and zstd decode into a fixed
+  buffer sized by their block headers (`_frames_bound`), before anything is decoded.
 """
 
 from __future__ import annotations
@@ -40,9 +45,14 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from enum import IntEnum
+from types import ModuleType
 from typing import Any, NamedTuple
 
-from epoch_broker.protocol.errors import CorruptRecordError, UnsupportedForMessageFormat
+from epoch_broker.protocol.errors import (
+    CorruptRecordError,
+    UnsupportedCompressionTypeError,
+    UnsupportedForMessageFormat,
+)
 from epoch_broker.protocol.record_scan import Buffer, read_varint
 
 BATCH_HEADER_SIZE = 61
@@ -102,7 +112,11 @@ class BatchHeader(NamedTuple):
 
     @property
     def compression(self) -> Compression:
-        return Compression(self.attributes & _COMPRESSION_MASK)
+        """The batch's codec; UnsupportedCompressionTypeError for the ids Kafka leaves undefined (5-7)."""
+        codec = self.attributes & _COMPRESSION_MASK
+        if codec > Compression.ZSTD:
+            raise _undefined_codec(self)
+        return Compression(codec)
 
     @property
     def timestamp_type(self) -> int:
@@ -134,6 +148,11 @@ class BatchHeader(NamedTuple):
     @property
     def total_size(self) -> int:
         return self.batch_length + LOG_OVERHEAD
+
+
+def _undefined_codec(header: BatchHeader) -> UnsupportedCompressionTypeError:
+    return UnsupportedCompressionTypeError(f"batch at offset {header.base_offset} has compression codec "
+                                           f"{header.attributes & _COMPRESSION_MASK}, which Kafka does not define")
 
 
 class Record(NamedTuple):
@@ -228,10 +247,12 @@ def validate_batch(buf: Buffer, pos: int, header: BatchHeader) -> None:
         raise CorruptRecordError(
             f"last offset delta {header.last_offset_delta} inconsistent with {header.records_count} records"
         )
-    if header.attributes & _COMPRESSION_MASK > Compression.ZSTD:
-        raise CorruptRecordError(f"unknown compression codec {header.attributes & _COMPRESSION_MASK}")
     if compute_crc(buf, pos, header) != header.crc:
         raise CorruptRecordError(f"CRC mismatch in batch at offset {header.base_offset}")
+    # After the CRC (Kafka's order too): a bit flipped on the wire is corruption, which producers retry; a codec id
+    # the client chose is not
+    if header.attributes & _COMPRESSION_MASK > Compression.ZSTD:
+        raise _undefined_codec(header)
 
 
 def stamp(buf: bytearray | memoryview, pos: int, base_offset: int, partition_leader_epoch: int) -> None:
@@ -272,74 +293,157 @@ def _read_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
     return bytes(buf[pos : pos + length]), pos + length
 
 
-def _snappy_decompress(data: bytes, max_size: int) -> bytes:
-    import snappy
-
-    if not data.startswith(_XERIAL_MAGIC):
-        out = snappy.decompress(data)
-        if len(out) > max_size:
-            raise ValueError(f"decompresses to more than {max_size} bytes")
-        return out
-    # xerial framing: 16-byte header, then length-prefixed raw snappy blocks.
-    blocks = bytearray()
-    pos = len(_XERIAL_HEADER)
-    while pos < len(data):
-        (size,) = struct.unpack_from(">i", data, pos)
-        pos += 4
-        if size < 0 or pos + size > len(data):
-            raise ValueError("truncated xerial snappy block")
-        blocks += snappy.decompress(data[pos : pos + size])
-        if len(blocks) > max_size:
-            raise ValueError(f"decompresses to more than {max_size} bytes")
-        pos += size
-    return bytes(blocks)
-
-
 # A batch decompressing to more than this is refused (a decompression bomb must not exhaust memory). Kafka
 # bounds it by the JVM heap; 64 MiB is far above any producer's batch (batch.size defaults to 16 KiB-1 MiB).
 MAX_DECOMPRESSED_BYTES = 64 << 20
 
+# lz4 and zstd frames from Kafka clients do not state their decompressed size (neither librdkafka nor the Java client
+# writes it), but each block's output is capped by the format and the decoders enforce the cap: walking the block
+# headers gives a bound before anything is decoded (`_frames_bound`).
+_UINT32_LE = struct.Struct("<I")
+_LZ4_MAGIC = 0x184D2204
+_ZSTD_MAGIC = 0xFD2FB528
+_SKIPPABLE_MAGIC = 0x184D2A50  # both formats' skippable frames; the low 4 bits are free
+_ZSTD_BLOCK_MAX = 128 << 10
 
-def _decompress(codec: Compression, data: bytes, max_size: int = MAX_DECOMPRESSED_BYTES) -> bytes:
-    """The batch body decompressed; ValueError (or the codec's own error) past `max_size` or on bad data."""
-    if codec is Compression.GZIP:
-        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        out = decompressor.decompress(data, max_size + 1)
-    elif codec is Compression.SNAPPY:
-        return _snappy_decompress(data, max_size)
-    elif codec is Compression.LZ4:
-        import lz4.frame
 
-        out = lz4.frame.LZ4FrameDecompressor().decompress(data, max_length=max_size + 1)
-    else:
-        import io
+def _cramjam() -> ModuleType:
+    """cramjam, or UnsupportedCompressionTypeError in an install without it (not a silent retry as a corrupt batch)."""
+    try:
+        import cramjam
+    except ImportError as exc:
+        raise UnsupportedCompressionTypeError(f"snappy, lz4 and zstd need the cramjam package: {exc}") from exc
+    return cramjam
 
-        import zstandard
 
-        # Streaming: producers need not write the content size into the frame.
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as reader:
-            out = reader.read(max_size + 1)
-    if len(out) > max_size:
-        raise ValueError(f"decompresses to more than {max_size} bytes")
+def _too_large(max_size: int) -> ValueError:
+    return ValueError(f"decompresses to more than {max_size} bytes")
+
+
+def _snappy_blocks(data: memoryview) -> Iterator[memoryview]:
+    """The raw snappy blocks of a body: the body itself (librdkafka), or those of its xerial framing (Kafka's Java
+    client): a 16-byte header, then blocks each after its int32 length."""
+    if data[: len(_XERIAL_MAGIC)] != _XERIAL_MAGIC:
+        yield data
+        return
+    pos = len(_XERIAL_HEADER)
+    while pos < len(data):
+        (size,) = _INT32.unpack_from(data, pos)
+        pos += 4
+        if size < 0 or pos + size > len(data):
+            raise ValueError("truncated xerial snappy block")
+        yield data[pos : pos + size]
+        pos += size
+
+
+def _snappy_decompress(snappy: ModuleType, data: memoryview, max_size: int) -> bytearray:
+    """Each raw block states its length in a varint preamble: the total is checked against `max_size` before any
+    output is allocated."""
+    total = 0
+    for block in _snappy_blocks(data):
+        total += snappy.decompress_raw_len(block)
+        if total > max_size:
+            raise _too_large(max_size)
+    out = bytearray(total)
+    view = memoryview(out)
+    pos = 0
+    for block in _snappy_blocks(data):
+        pos += snappy.decompress_raw_into(block, view[pos:])  # snap fails a block that does not fill its length
     return out
 
 
-def _compress(codec: Compression, data: bytes) -> bytes:
+def _frames_bound(data: memoryview, max_size: int, magic: int,
+                  frame: Callable[[memoryview, int, int, int], tuple[int, int]]) -> int:
+    """The most lz4 or zstd frames can decode to, back to back (skippable frames too) as both decoders read them;
+    `frame` walks one from after its magic: (position, bound) in, (position after it, bound) out."""
+    pos = bound = 0
+    while pos < len(data):
+        (found,) = _UINT32_LE.unpack_from(data, pos)
+        if found & 0xFFFFFFF0 == _SKIPPABLE_MAGIC:
+            pos += 8 + _UINT32_LE.unpack_from(data, pos + 4)[0]
+        elif found == magic:
+            pos, bound = frame(data, pos + 4, bound, max_size)
+        else:
+            raise ValueError(f"no frame at position {pos}")
+    return bound
+
+
+def _lz4_frame(data: memoryview, pos: int, bound: int, max_size: int) -> tuple[int, int]:
+    """A stored block adds its size, a compressed one the frame's block maximum (64 KiB-4 MiB)."""
+    flags, block_size_id = data[pos], data[pos + 1] >> 4 & 7
+    if flags >> 6 != 1 or block_size_id < 4:
+        raise ValueError("not an lz4 frame descriptor")
+    block_max = 1 << (2 * block_size_id + 8)
+    block_checksum = 4 if flags & 0x10 else 0
+    pos += 3 + (8 if flags & 0x08 else 0) + (4 if flags & 0x01 else 0)  # FLG, BD, content size, dictionary id, HC
+    while True:
+        (size,) = _UINT32_LE.unpack_from(data, pos)
+        pos += 4
+        if not size:  # the end mark, then the content checksum
+            return pos + (4 if flags & 0x04 else 0), bound
+        stored = size & 0x80000000
+        size &= 0x7FFFFFFF
+        bound += size if stored else block_max
+        if bound > max_size:
+            raise _too_large(max_size)
+        pos += size + block_checksum
+
+
+def _zstd_frame(data: memoryview, pos: int, bound: int, max_size: int) -> tuple[int, int]:
+    """A raw or RLE block adds its size, a compressed one 128 KiB (RFC 8878's Block_Maximum_Size)."""
+    descriptor = data[pos]
+    single_segment = descriptor >> 5 & 1
+    # descriptor, window descriptor (unless single segment), dictionary id, frame content size
+    pos += 1 + (1 - single_segment) + (0, 1, 2, 4)[descriptor & 3] + (single_segment, 2, 4, 8)[descriptor >> 6]
+    last = 0
+    while not last:
+        if pos + 3 > len(data):
+            raise ValueError("truncated zstd frame")
+        header = int.from_bytes(data[pos : pos + 3], "little")
+        last, block_type, size = header & 1, header >> 1 & 3, header >> 3
+        if block_type == 3:
+            raise ValueError("reserved zstd block type")
+        bound += _ZSTD_BLOCK_MAX if block_type == 2 else size
+        if bound > max_size:
+            raise _too_large(max_size)
+        pos += 3 + (1 if block_type == 1 else size)
+    return pos + (4 if descriptor & 0x04 else 0), bound  # then the content checksum
+
+
+def _decompress(codec: Compression, data: memoryview, max_size: int) -> Buffer:
+    """The batch body decompressed; ValueError (or the codec's own error) past `max_size` or on bad data."""
+    if codec is Compression.GZIP:
+        out = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, max_size + 1)
+        if len(out) > max_size:
+            raise _too_large(max_size)
+        return out
+    cramjam = _cramjam()
+    if codec is Compression.SNAPPY:
+        return _snappy_decompress(cramjam.snappy, data, max_size)
+    if codec is Compression.LZ4:
+        out = bytearray(_frames_bound(data, max_size, _LZ4_MAGIC, _lz4_frame))
+        del out[cramjam.lz4.decompress_into(data, out) :]
+    else:
+        out = bytearray(_frames_bound(data, max_size, _ZSTD_MAGIC, _zstd_frame))
+        del out[cramjam.zstd.decompress_into(data, out) :]
+    return out
+
+
+def _compress(codec: Compression, data: bytes) -> Buffer:
     if codec is Compression.GZIP:
         compressor = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
         return compressor.compress(data) + compressor.flush()
+    cramjam = _cramjam()
     if codec is Compression.SNAPPY:
-        import snappy
-
-        block = snappy.compress(data)
-        return _XERIAL_HEADER + struct.pack(">i", len(block)) + block
+        block = cramjam.snappy.compress_raw(data)  # xerial-framed, one block, as Kafka's Java producer writes it
+        return b"".join((_XERIAL_HEADER, _INT32.pack(len(block)), block))
     if codec is Compression.LZ4:
-        import lz4.frame
-
-        return lz4.frame.compress(data)
-    import zstandard
-
-    return zstandard.ZstdCompressor().compress(data)
+        # Independent blocks: Kafka's Java consumer (KafkaLZ4BlockInputStream) refuses linked ones. Level 0 is
+        # lz4's fast mode, librdkafka's default.
+        compressor = cramjam.lz4.Compressor(level=0, content_checksum=False, block_linked=False)
+        compressor.compress(data)
+        return memoryview(compressor.finish())
+    return memoryview(cramjam.zstd.compress(data))  # level 3, zstd's default
 
 
 def iter_records(buf: Buffer, pos: int, header: BatchHeader) -> Iterator[Record]:
@@ -356,15 +460,18 @@ def iter_records(buf: Buffer, pos: int, header: BatchHeader) -> Iterator[Record]
 def batch_body(buf: Buffer, pos: int, header: BatchHeader) -> Buffer:
     """The records of the batch at ``pos``: a view of the buffer, or decompressed (bounded) bytes."""
     view = buf if isinstance(buf, memoryview) else memoryview(buf)
-    body: Buffer = view[pos + BATCH_HEADER_SIZE : pos + header.batch_length + LOG_OVERHEAD]
-    codec = header.attributes & _COMPRESSION_MASK
-    if not codec:
+    body = view[pos + BATCH_HEADER_SIZE : pos + header.batch_length + LOG_OVERHEAD]
+    if not header.attributes & _COMPRESSION_MASK:
         return body
+    codec = header.compression  # UnsupportedCompressionTypeError for 5-7
     try:
-        return _decompress(Compression(codec), bytes(body))
-    except Exception as exc:  # each codec library raises its own types: all mean a corrupt batch
+        return _decompress(codec, body, MAX_DECOMPRESSED_BYTES)
+    except UnsupportedCompressionTypeError as exc:  # no cramjam: a known codec, but not one this install decodes
+        raise UnsupportedCompressionTypeError(f"batch at offset {header.base_offset} is {codec.name.lower()}: "
+                                              f"{exc}") from exc
+    except Exception as exc:  # each codec raises its own types: all mean a corrupt batch
         raise CorruptRecordError(f"batch at offset {header.base_offset} does not decompress as "
-                                 f"{Compression(codec).name.lower()}: {exc}") from exc
+                                 f"{codec.name.lower()}: {exc}") from exc
 
 
 def _decode_records(body: Buffer, header: BatchHeader, log_append: bool) -> list[Record]:
@@ -534,7 +641,7 @@ def parse_end_txn_marker(buf: Buffer, pos: int, header: BatchHeader) -> EndTxnMa
 
 # -- batches rewritten with some of their records (the log cleaner) -------------------------------------------
 
-def _encoded(header: BatchHeader, records: bytes) -> tuple[bytearray, BatchHeader]:
+def _encoded(header: BatchHeader, records: Buffer) -> tuple[bytearray, BatchHeader]:
     """`header` over `records` (already compressed if the header says so), with its length and CRC made right."""
     batch = bytearray(BATCH_HEADER_SIZE) + records
     header = header._replace(batch_length=len(batch) - LOG_OVERHEAD, crc=0)
@@ -547,9 +654,9 @@ def _encoded(header: BatchHeader, records: bytes) -> tuple[bytearray, BatchHeade
 def batch_keeping(header: BatchHeader, body: Buffer, spans: list[tuple[int, int]]) -> tuple[bytearray, BatchHeader]:
     """The batch with only the records at `spans` of its body, compressed again with its codec."""
     view = memoryview(body)
-    records = b"".join(view[start:end] for start, end in spans)
+    records: Buffer = b"".join(view[start:end] for start, end in spans)
     if header.compression is not Compression.NONE:
-        records = _compress(header.compression, bytes(records))
+        records = _compress(header.compression, records)
     return _encoded(header._replace(records_count=len(spans)), records)
 
 

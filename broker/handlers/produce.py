@@ -8,11 +8,12 @@ appends nothing when the ISR is smaller than min.insync.replicas, NOT_ENOUGH_REP
 shrank below it while waiting, NOT_LEADER_OR_FOLLOWER if leadership moved, and REQUEST_TIMED_OUT at
 timeout_ms (one deadline for all partitions, waited on together); any other acks value answers
 INVALID_REQUIRED_ACKS for every partition and appends nothing. `Partition.append_records_to_leader` decides
-the rest: each partition's batches are validated
-(framing, magic 2 -> else UNSUPPORTED_FOR_MESSAGE_FORMAT, CRC32C -> CORRUPT_MESSAGE, max.message.bytes ->
-MESSAGE_TOO_LARGE), the idempotent producer's sequence checked (a duplicate is answered with the original
-offset; OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH), then offsets and the leader epoch are stamped
-into the request's own bytes and written. LogAppendTime topics answer the append time.
+the rest: each partition's batches are validated (framing, magic 2 -> else UNSUPPORTED_FOR_MESSAGE_FORMAT,
+CRC32C -> CORRUPT_MESSAGE, a codec id Kafka does not define -> UNSUPPORTED_COMPRESSION_TYPE with a WARNING
+naming the client, max.message.bytes -> MESSAGE_TOO_LARGE), the idempotent producer's sequence checked (a
+duplicate is answered with the original offset; OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH), then
+offsets and the leader epoch are stamped into the request's own bytes and written. LogAppendTime topics answer
+the append time.
 Per-record errors (v8+, KIP-467): a record without a key on a compacted topic, or with a timestamp outside
 message.timestamp.before/after.max.ms, is named in record_errors by its index in the batch, with why (the whole
 batch is refused, INVALID_RECORD or INVALID_TIMESTAMP, as in Kafka).
@@ -61,6 +62,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
                                 (topic.name for topic in request.topic_data))
     transaction_refused = request.transactional_id is not None and not context.authorized(
         AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
+    client = f"client {context.client_id!r} at {context.peer}"
     results: list[tuple[str, list[tuple[int, Any, AppendResult]]]] = []
     for topic in request.topic_data:
         partition_results = []
@@ -79,7 +81,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
                 result = AppendResult(ErrorCode.CORRUPT_MESSAGE, message="null records")
             else:
                 result = partition.append_records_to_leader(data.records, data.current_leader_epoch,
-                                                          acks_all=acks == -1)
+                                                          acks_all=acks == -1, client=client)
             partition_results.append((data.index, partition, result))
         results.append((topic.name, partition_results))
     if acks == 0:

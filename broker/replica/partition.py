@@ -15,7 +15,9 @@ Rules:
 - Produce (`append_records_to_leader`): the epoch check; acks=all needs min.insync.replicas in the ISR before
   anything is appended (NOT_ENOUGH_REPLICAS); each batch within max.message.bytes; the idempotent producer's
   sequence checked (a duplicate is answered with the original offsets); then offsets and the leader epoch are
-  stamped and the batches written.
+  stamped and the batches written. A batch whose codec this broker cannot decode (an id Kafka leaves undefined,
+  attributes 5-7) is UNSUPPORTED_COMPRESSION_TYPE, which producers do not retry, with one WARNING naming the
+  codec and the client: never the silent retries of a CORRUPT_MESSAGE until the producer times out.
 - Fetch (`fetch_records`): the epoch check; with last_fetched_epoch (v12+), a fetcher whose history diverged
   from ours gets DivergingEpoch (where our history of that epoch ends) and no records; consumers read up to the
   high watermark (read_committed: the last stable offset, with the aborted transactions of what they read),
@@ -51,7 +53,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from epoch_broker.broker import events
 from epoch_broker.broker.faults import BrokerFaults
-from epoch_broker.protocol.errors import ErrorCode, KafkaError, OffsetOutOfRange, UnsupportedForMessageFormat
+from epoch_broker.protocol.errors import (
+    ErrorCode,
+    KafkaError,
+    OffsetOutOfRange,
+    UnsupportedCompressionTypeError,
+    UnsupportedForMessageFormat,
+)
 from epoch_broker.protocol.records import EndTxnMarker, build_end_txn_marker, iter_batches
 from epoch_broker.storage.file_records import FileRecords
 from epoch_broker.storage.log import AppendInfo, LogConfig, PartitionLog
@@ -233,9 +241,10 @@ class Partition:
 
     # -- produce --------------------------------------------------------------------------------------
 
-    def append_records_to_leader(self, records: Any, current_leader_epoch: int = -1,
-                                 acks_all: bool = False) -> AppendResult:
-        """Validate and append one partition's batches as leader (the frame bytes are stamped in place)."""
+    def append_records_to_leader(self, records: Any, current_leader_epoch: int = -1, acks_all: bool = False,
+                                 client: str = "this broker") -> AppendResult:
+        """Validate and append one partition's batches as leader (the frame bytes are stamped in place). `client`
+        names the sender in the log."""
         error = self.leader_error(current_leader_epoch)
         if error != ErrorCode.NONE:
             return AppendResult(error)
@@ -252,6 +261,10 @@ class Partition:
                 self.metrics.record_produce(self.topic, len(records), info.last_offset - info.first_offset + 1)
         except UnsupportedForMessageFormat as exc:  # Kafka's answer to an old message set in Produce v3+
             return AppendResult(ErrorCode.INVALID_RECORD, message=f"record batches of magic 2 only: {exc}")
+        except UnsupportedCompressionTypeError as exc:  # the producer gives up at once: say why where operators look
+            log.warning("%s-%d: Produce from %s answered UNSUPPORTED_COMPRESSION_TYPE: %s", self.topic, self.index,
+                        client, exc)
+            return AppendResult(exc.code, message=str(exc))
         except KafkaError as exc:
             return AppendResult(exc.code, message=str(exc), record_errors=exc.record_errors)
         return self._appended(info)

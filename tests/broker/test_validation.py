@@ -4,15 +4,18 @@ each poison batch gets Kafka's error code and a message, and the log is left exa
 from __future__ import annotations
 
 import gzip
+import logging
 import struct
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from epoch_broker.broker.app import Broker
 from epoch_broker.client.aio import KafkaClient
-from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.errors import ErrorCode, UnsupportedCompressionTypeError
 from epoch_broker.protocol.records import Compression, build_batch, compute_crc, iter_batches, parse_header
+from epoch_broker.storage.log import LogConfig, PartitionLog
 
 from tests.broker.conftest import create_topic, produce_to
 
@@ -128,6 +131,25 @@ async def test_a_decompression_bomb_is_refused_without_inflating_it(broker: Brok
     bomb = rewritten(one, body, attributes=int(Compression.GZIP))
     answer = await refused(client, broker, "t", bomb)
     assert answer.error_code == ErrorCode.CORRUPT_MESSAGE and "decompresses to more than" in answer.error_message
+
+
+async def test_a_codec_kafka_does_not_define_is_answered_unsupported_compression_type_with_one_warning(
+        broker: Broker, client: KafkaClient, caplog: pytest.LogCaptureFixture) -> None:
+    await create_topic(client, "t")
+    with caplog.at_level(logging.WARNING):
+        answer = await refused(client, broker, "t", rewritten(records(b"a", b"b"), attributes=5))
+    # not CORRUPT_MESSAGE, which producers retry until their delivery timeout: they fail the batch at once
+    assert answer.error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE and "codec 5" in answer.error_message
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning.startswith("t-0: Produce from client 'epoch-broker-client' at 127.0.0.1:") and "codec 5" in warning
+
+
+def test_a_follower_refuses_a_batch_of_an_undefined_codec_with_a_kafka_error(tmp_path: Path) -> None:
+    log = PartitionLog.open(str(tmp_path / "t-0"), LogConfig(), clock=lambda: 1000)
+    with pytest.raises(UnsupportedCompressionTypeError):  # the replica fetcher logs it and backs off
+        log.append_as_follower(rewritten(records(b"a"), attributes=6))
+    assert log.log_end_offset == 0
+    log.close()
 
 
 @pytest.mark.parametrize("codec", list(Compression))
