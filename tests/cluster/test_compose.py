@@ -164,8 +164,8 @@ def test_ports_listeners_and_the_controller_address_agree(compose: dict[str, Any
 
 
 def test_the_zookeeper_service() -> None:
-    """The official image (ZOOKEEPER_IMAGE names another), on its own volumes, reachable only inside the compose network and healthy once it
-    answers `srvr`; the controllers start after it."""
+    """The official image (ZOOKEEPER_IMAGE names another), on its own volumes, reachable only inside the compose
+    network and healthy once it answers `srvr`; the controllers start after it."""
     services = resolve(IN_ZOOKEEPER.file)["services"]
     zookeeper = services[ZOOKEEPER_SERVICE]
     assert zookeeper["image"] == ZOOKEEPER_IMAGE and "build" not in zookeeper and "command" not in zookeeper
