@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install what the interop tests need besides Python packages: kcat (Debian, librdkafka 2.0.2),
 # node + npm, and kafkajs 2.2.4 with its codecs (npm ci from the committed package-lock.json); and Debian's
-# chromium, in which tests/drill render a drill's report, and docker-compose, with which
-# tests/cluster/test_compose.py validates docker-compose.yml (no Docker engine) (`make test` runs this first).
+# chromium, in which tests/drill render a drill's report; and Docker (docker.io, docker-compose, debootstrap), with
+# which tests/shipped/test_docker.py builds the image and runs the compose files: a Docker engine that does not
+# answer is started here (as root), and left running (`make test` runs this first).
 # Idempotent and quick when everything is present. Debian packages are installed only as root
 # (CI and fresh project machines run as root); otherwise it says what is missing and fails.
 set -euo pipefail
@@ -15,6 +16,8 @@ command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 
 if ((${#missing[@]})); then
     if [[ $(id -u) -ne 0 ]]; then
@@ -25,6 +28,17 @@ if ((${#missing[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
     apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "install-deps: no Docker engine answers; start one (sudo systemctl start docker) or run as root" >&2
+        exit 1
+    fi
+    echo "install-deps: starting dockerd (log: /tmp/epoch-broker-dockerd.log; it keeps running)"
+    nohup dockerd >/tmp/epoch-broker-dockerd.log 2>&1 </dev/null &
+    for _ in $(seq 120); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+    docker info >/dev/null 2>&1 || { echo "install-deps: dockerd did not start:" >&2; tail -5 /tmp/epoch-broker-dockerd.log >&2; exit 1; }
 fi
 
 if [[ ! -f js/node_modules/.package-lock.json ]] || ! cmp -s js/package-lock.json js/node_modules/.lock-copy; then

@@ -1,0 +1,159 @@
+"""What users install, built and installed as they would (issue 28), not the development venv.
+
+- `wheel`: built once per run with `pip wheel` from a copy of the checkout's own files (`git ls-files`: nothing the
+  development install generated, no stale build/ folder).
+- Fresh venvs holding it, each as one kind of user makes it: `core_venv` the wheel alone (no extras),
+  `user_venv` a test author's (the wheel with its [drill] extra, pytest and the three Python clients), `spark_venv`
+  the wheel with its [spark] extra only.
+- Their programs run from a temporary directory outside the checkout, with no PYTHONPATH: only the venv answers.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, free_port
+
+INSTALL_TIMEOUT_S = 600  # pip from PyPI (or its cache) on a loaded 2-core machine
+READY_TIMEOUT_S = 30.0
+CLIENT_PINS = ("confluent-kafka==2.16.1", "kafka-python==3.0.12", "aiokafka==0.14.0")  # as the dev extra pins them
+
+
+def run(argv: list[str | Path], timeout: float, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    """Run to completion; a failure shows the command and the end of its output."""
+    if "input" not in kwargs:
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+    done = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout,
+                          **kwargs)  # type: ignore[call-overload]
+    assert done.returncode == 0, (f"{' '.join(map(str, argv))} exited {done.returncode}:\n"
+                                  f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+def user_env(**extra: str) -> dict[str, str]:
+    """The environment a user's shell has: no PYTHONPATH pointing into the checkout."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return {**env, **extra}
+
+
+def source_copy(dest: Path) -> Path:
+    """The files git knows (committed or not, ignored ones left out), copied to `dest`."""
+    listed = run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], 60, cwd=REPO).stdout
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():  # a file deleted but not yet committed is still listed
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    source = source_copy(out / "source")
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", out, source], INSTALL_TIMEOUT_S)
+    (built,) = out.glob("epoch_broker-*.whl")
+    return built
+
+
+class Venv:
+    """A fresh venv at `path` (made from this interpreter's base Python)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        run([sys.executable, "-m", "venv", path], 300)
+
+    def bin(self, name: str) -> Path:
+        return self.path / "bin" / name
+
+    def install(self, *requirements: str | Path) -> None:
+        run([self.bin("python"), "-m", "pip", "install", "-q", *requirements], INSTALL_TIMEOUT_S, env=user_env())
+
+    def python(self, code: str, cwd: Path, timeout: float = 120) -> str:
+        return run([self.bin("python"), "-c", code], timeout, cwd=cwd, env=user_env()).stdout
+
+
+@pytest.fixture(scope="session")
+def core_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    venv = Venv(tmp_path_factory.mktemp("core") / "venv")
+    venv.install(wheel)
+    return venv
+
+
+@pytest.fixture(scope="session")
+def user_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    venv = Venv(tmp_path_factory.mktemp("user") / "venv")
+    venv.install(f"{wheel}[drill]", "pytest", *CLIENT_PINS)
+    return venv
+
+
+@pytest.fixture(scope="session")
+def spark_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    venv = Venv(tmp_path_factory.mktemp("spark") / "venv")
+    venv.install(f"{wheel}[spark]")
+    return venv
+
+
+class Served:
+    """`epoch-broker serve` from a venv's console script, run in `directory` on a free loopback port; stopped by
+    its pid (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, venv: Venv, directory: Path, *overrides: str) -> None:
+        self.port = free_port()
+        self.log = directory / "broker.log"
+        argv = [str(venv.bin("epoch-broker")), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                "--override", f"log.dirs={directory / 'data'}"]
+        for override in overrides:
+            argv += ["--override", override]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                                         cwd=directory, env=user_env())
+        self._wait_ready()
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _wait_ready(self) -> None:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.proc.stdout, selectors.EVENT_READ)
+            while time.monotonic() < deadline:
+                if selector.select(0.1) and b"listening on" in self.proc.stdout.readline():
+                    return
+                if self.proc.poll() is not None:
+                    raise AssertionError(f"the installed broker exited {self.proc.returncode}: "
+                                         f"{self.log.read_text()[-2000:]}")
+        self.stop()
+        raise AssertionError(f"the installed broker was not ready in {READY_TIMEOUT_S} s: "
+                             f"{self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def served(core_venv: Venv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The broker of a plain install: `epoch-broker serve` from the core venv, run outside the checkout."""
+    broker = Served(core_venv, tmp_path_factory.mktemp("served"))
+    yield broker
+    broker.stop()
