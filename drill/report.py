@@ -39,6 +39,7 @@ def render(document: dict[str, Any], history_dir: Path) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>drill {_e(document['scenario'])}"
              f"</title><style>{STYLE}</style></head><body>",
              f"<h1>{_e(document['scenario'])} <span class='{verdict}'>{verdict.upper()}</span></h1>",
+             f"<p>against {_e(document.get('target', 'a cluster'))}</p>",
              f"<p>seed {document['seed']}, {document['duration_s']:.0f} s of faults, {document['wall_s']:.0f} s "
              f"in all; phases: {_e(', '.join(f'{k} {v:.1f} s' for k, v in document['timings'].items()))}</p>",
              _failovers(document.get("failover_s", [])), _invariants(check), _figures(check["figures"]),

@@ -131,7 +131,8 @@ def run(scenario: Scenario, args: argparse.Namespace) -> int:
     result = checker.check_directory(out / "history", allow_acks1_loss=scenario.allow_acks1_loss,
                                      allow_unclean=scenario.unclean)
     failovers = failover_times(read_history(out / "history"))
-    document = {"scenario": scenario.name, "seed": seed, "duration_s": duration, "started": started,
+    document = {"scenario": scenario.name, "target": cluster.description, "seed": seed, "duration_s": duration,
+                "started": started,
                 "wall_s": round(time.time() - started, 2), "timings": timings, "check": result.to_json(),
                 "schedule": [vars(f) for f in schedule], "cluster_events": timeline,
                 "failover_s": failovers}
@@ -154,14 +155,13 @@ def cluster_for(args: argparse.Namespace, out: Path) -> Iterator[Target]:
             target = ComposeCluster(args.compose, args.bootstrap, args.compose_project)
         except RuntimeError as exc:  # no Compose CLI installed
             raise DrillError(str(exc)) from exc
-        project = f", project {args.compose_project}" if args.compose_project else ""
-        say(f"attaching to the docker-compose project of {args.compose} (bootstrap {args.bootstrap}{project}) "
-            f"with {target.cli_name} {target.version}")
+        say(f"attaching to {target.description} (bootstrap {args.bootstrap})")
         yield target
         return
     if args.cluster is not None:
-        say(f"attaching to the cluster in {args.cluster}")
-        yield LocalCluster(args.cluster)
+        attached = LocalCluster(args.cluster)
+        say(f"attaching to {attached.description}")
+        yield attached
         return
     if not 1 <= args.brokers <= 9:
         raise DrillError("--brokers must be between 1 and 9")

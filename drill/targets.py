@@ -52,6 +52,7 @@ class Node:
 
 class Target(Protocol):
     bootstrap: str
+    description: str  # what the drill ran against, for its output and report
 
     def brokers(self) -> list[Node]: ...
     def controller(self) -> Node: ...
@@ -80,6 +81,7 @@ class LocalCluster:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.bootstrap = self._file().bootstrap
+        self.description = f"the cluster in {directory}"
 
     def _file(self) -> launcher.ClusterFile:
         return launcher.ClusterFile.read(self.directory)
@@ -176,6 +178,8 @@ class ComposeCluster:
         # by version, not by command: a standalone `docker-compose` may be v2
         self.v1 = self.version.startswith("1.")
         self.cli_name = " ".join([Path(self.cli[0]).name, *self.cli[1:]])  # as a user types it
+        self.description = (f"the docker-compose project of {compose_file}{f' ({project})' if project else ''}, "
+                            f"with {self.cli_name} {self.version}")
         self._brokers = [Node(f"broker-{i}", i, address.strip(), None)
                          for i, address in enumerate(bootstrap.split(","))]
 

@@ -145,5 +145,7 @@ def test_the_drill_says_which_compose_it_attached_with(tmp_path: Path, monkeypat
     with runner.cluster_for(args, tmp_path) as cluster:
         assert [b.address for b in cluster.brokers()] == BOOTSTRAP.split(",")
     assert capsys.readouterr().out == (
-        f"drill: attaching to the docker-compose project of docker-compose.yml (bootstrap {BOOTSTRAP}, project "
-        "drill-test) with docker-compose 1.29.2\n")
+        "drill: attaching to the docker-compose project of docker-compose.yml (drill-test), with docker-compose "
+        f"1.29.2 (bootstrap {BOOTSTRAP})\n")
+    assert cluster.description == ("the docker-compose project of docker-compose.yml (drill-test), with "
+                                   "docker-compose 1.29.2")  # also the report's "against" line
