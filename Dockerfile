@@ -8,6 +8,8 @@
 ARG BASE_IMAGE=python:3.11-slim
 
 FROM ${BASE_IMAGE} AS build
+# names the stage's images, which the legacy builder keeps untagged: `docker image prune --filter label=...`
+LABEL org.epoch-broker.stage=build
 # .dockerignore lets in only what the package needs (and ./wheelhouse)
 COPY . /src
 RUN python3 -m venv /opt/epoch-broker \

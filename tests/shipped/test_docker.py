@@ -119,6 +119,8 @@ def image(base_image: str, wheelhouse: Path, tmp_path_factory: pytest.TempPathFa
     record_figure("image_mb", round(int(docker("image", "inspect", "--format", "{{.Size}}", tag)) / 1e6, 1))
     yield tag
     subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
+    subprocess.run(["docker", "image", "prune", "-f", "--filter", "label=org.epoch-broker.stage=build"],
+                   capture_output=True)  # the build stage's images, the Dockerfile labels them
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +165,7 @@ def test_the_image_serves_every_codec_on_a_published_port(image: str) -> None:
             produce(bootstrap, f"codec-{codec}", [f"{codec}-{i}".encode() for i in range(20)], codec=codec)
             assert read_all(bootstrap, f"codec-{codec}", 20) == [f"{codec}-{i}".encode() for i in range(20)]
     finally:
-        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+        subprocess.run(["docker", "rm", "-f", "-v", name], capture_output=True)  # -v: its /data volume too
 
 
 # --- compose ----------------------------------------------------------------------------------------------------
