@@ -177,8 +177,9 @@ def free_base_port(brokers: int, ports: range, controllers: int = 1, zookeeper: 
     raise LaunchError(f"no free loopback ports for {brokers} brokers and {controllers} controller(s) in {ports}")
 
 
-def serve_argv(overrides: dict[str, str]) -> list[str]:
-    argv = [sys.executable, "-m", "epoch_broker", "serve"]
+def serve_argv(overrides: dict[str, str], program: str | None = None) -> list[str]:
+    """`serve` with `overrides`, run by this interpreter, or by `program` (an installed console script)."""
+    argv = [program, "serve"] if program else [sys.executable, "-m", "epoch_broker", "serve"]
     for key, value in overrides.items():
         argv += ["--override", f"{key}={value}"]
     return argv

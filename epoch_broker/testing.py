@@ -179,8 +179,11 @@ class BrokerProcess:
     returns once it printed its ready line (it then answers requests)."""
 
     def __init__(self, tmp_path: str | Path, overrides: dict[str, str], node_id: int = 0,
-                 open_files_limit: int | None = None) -> None:
+                 open_files_limit: int | None = None, program: str | None = None) -> None:
         self.tmp_path = Path(tmp_path)
+        # an installed `epoch-broker` console script to run instead of this package (then with no PYTHONPATH:
+        # only its own install answers)
+        self.program = program
         self.open_files_limit = open_files_limit  # ulimit -n (soft and hard) of the process, when set
         self.node_id = node_id
         self.port = free_port()
@@ -211,11 +214,12 @@ class BrokerProcess:
         return self.proc.pid
 
     def start(self) -> BrokerProcess:
-        python_path = os.pathsep.join(filter(None, (launcher.SOURCE_ROOT, os.environ.get("PYTHONPATH"))))
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+        if self.program is None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, (launcher.SOURCE_ROOT, os.environ.get("PYTHONPATH"))))
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(launcher.serve_argv(self.overrides), stdout=subprocess.PIPE, stderr=log,
-                                         stdin=subprocess.DEVNULL, cwd=self.tmp_path,
-                                         env={**os.environ, "PYTHONPATH": python_path},
+            self.proc = subprocess.Popen(launcher.serve_argv(self.overrides, self.program), stdout=subprocess.PIPE,
+                                         stderr=log, stdin=subprocess.DEVNULL, cwd=self.tmp_path, env=env,
                                          preexec_fn=self._limit_open_files)
         self._wait_ready()
         return self

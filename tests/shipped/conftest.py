@@ -11,18 +11,16 @@
 from __future__ import annotations
 
 import os
-import selectors
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, free_port
+from epoch_broker.testing import BrokerProcess
+from tests.helpers import REPO
 
 INSTALL_TIMEOUT_S = 600  # pip from PyPI (or its cache) on a loaded 2-core machine
 READY_TIMEOUT_S = 30.0
@@ -104,56 +102,9 @@ def spark_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
     return venv
 
 
-class Served:
-    """`epoch-broker serve` from a venv's console script, run in `directory` on a free loopback port; stopped by
-    its pid (SIGTERM, then SIGKILL)."""
-
-    def __init__(self, venv: Venv, directory: Path, *overrides: str) -> None:
-        self.port = free_port()
-        self.log = directory / "broker.log"
-        argv = [str(venv.bin("epoch-broker")), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-                "--override", f"log.dirs={directory / 'data'}"]
-        for override in overrides:
-            argv += ["--override", override]
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-                                         cwd=directory, env=user_env())
-        self._wait_ready()
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def _wait_ready(self) -> None:
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.proc.stdout, selectors.EVENT_READ)
-            while time.monotonic() < deadline:
-                if selector.select(0.1) and b"listening on" in self.proc.stdout.readline():
-                    return
-                if self.proc.poll() is not None:
-                    raise AssertionError(f"the installed broker exited {self.proc.returncode}: "
-                                         f"{self.log.read_text()[-2000:]}")
-        self.stop()
-        raise AssertionError(f"the installed broker was not ready in {READY_TIMEOUT_S} s: "
-                             f"{self.log.read_text()[-2000:]}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
 @pytest.fixture(scope="module")
-def served(core_venv: Venv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(core_venv: Venv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """The broker of a plain install: `epoch-broker serve` from the core venv, run outside the checkout."""
-    broker = Served(core_venv, tmp_path_factory.mktemp("served"))
-    yield broker
+    broker = BrokerProcess(tmp_path_factory.mktemp("served"), {}, program=str(core_venv.bin("epoch-broker")))
+    yield broker.start()
     broker.stop()

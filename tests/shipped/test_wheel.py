@@ -17,9 +17,10 @@ from confluent_kafka import Consumer, Producer
 from epoch_broker.drill import launcher
 from kafka import KafkaConsumer, KafkaProducer
 
+from epoch_broker.testing import BrokerProcess
 from tests.helpers import REPO, free_base_port
 from tests.interop.support import CODECS, kcat_bin
-from tests.shipped.conftest import READY_TIMEOUT_S, Served, Venv, run, user_env
+from tests.shipped.conftest import READY_TIMEOUT_S, Venv, run, user_env
 
 pytestmark = pytest.mark.slow
 RECORDS = 20
@@ -87,7 +88,7 @@ CLIENTS = {"confluent-kafka": roundtrip_confluent, "kafka-python": roundtrip_kaf
 
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("client", list(CLIENTS))
-def test_a_plain_install_serves_every_codec_to_every_client(served: Served, client: str, codec: str) -> None:
+def test_a_plain_install_serves_every_codec_to_every_client(served: BrokerProcess, client: str, codec: str) -> None:
     topic = f"{client}-{codec}"
     assert CLIENTS[client](served.bootstrap, topic, codec) == values(topic)
 
@@ -140,7 +141,7 @@ def test_the_installed_cluster_command_and_a_leader_kill_drill(user_venv: Venv, 
             if launcher.process_state(spec) == "running"] == []
 
 
-def test_the_spark_extra_alone_reads_a_topic_holding_every_codec(served: Served, spark_venv: Venv,
+def test_the_spark_extra_alone_reads_a_topic_holding_every_codec(served: BrokerProcess, spark_venv: Venv,
                                                                  tmp_path: Path) -> None:
     topic = "spark-every-codec"
     for codec in CODECS:
