@@ -31,7 +31,7 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from epoch_broker.broker.config import BrokerConfig, Endpoint, StartupError, topic_config
@@ -88,7 +88,7 @@ class Broker:
         self.server: KafkaServer | None = None
         self.file_budget: FileBudget | None = None  # the open-files limit, known at start
         self.dispatcher: Dispatcher | None = None
-        self._producer_ids = iter(())
+        self._producer_ids: Iterator[int] = iter(())
         self._maintenance: asyncio.Task | None = None
         self._unattached: list[Any] | None = []  # records applied before registration; None once attached
         self.metrics: ProcessMetrics | None = None  # with `metrics.listener` only

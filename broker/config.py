@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -671,7 +671,7 @@ TOPIC_CONFIGS: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 
 
-def validate_topic_configs(configs: dict[str, str | None]) -> str | None:
+def validate_topic_configs(configs: Mapping[str, str | None]) -> str | None:
     """Why these topic configs cannot be used (one line), or None."""
     for key, text in configs.items():
         spec = TOPIC_CONFIGS.get(key)

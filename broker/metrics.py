@@ -121,6 +121,17 @@ class ApiStats:
 
 class TopicStats:
     __slots__ = tuple(attribute for attribute, *_ in TOPIC_COUNTERS)
+    # declared for the type checker (the slots above make them): one per TOPIC_COUNTERS entry
+    bytes_in: int
+    messages_in: int
+    bytes_out: int
+    replication_bytes_in: int
+    replication_bytes_out: int
+    fenced_consumer_fetches: int
+    fenced_follower_fetches: int
+    offsets_not_available: int
+    truncations: int
+    truncated_records: int
 
     def __init__(self) -> None:
         for attribute in self.__slots__:
@@ -412,15 +423,15 @@ def _broker_families(broker: BrokerServices, connections: int) -> Iterator[Metri
     for state, count in sorted(by_state.items()):
         groups.add_metric([state], count)
     yield groups
-    labels = ("consumergroup", "topic", "partition")
-    current = _gauge("kafka_consumergroup_current_offset", "Committed offset, per group and partition", labels)
+    group_labels = ("consumergroup", "topic", "partition")
+    current = _gauge("kafka_consumergroup_current_offset", "Committed offset, per group and partition", group_labels)
     lag_family = _gauge("kafka_consumergroup_lag",
-                        "High watermark less the committed offset (partitions with a replica here)", labels)
-    for group_id, topic, index, committed, lag in consumer_lag(broker):
+                        "High watermark less the committed offset (partitions with a replica here)", group_labels)
+    for group_id, topic, index, committed, group_lag in consumer_lag(broker):
         key = [group_id, topic, str(index)]
         current.add_metric(key, committed)
-        if lag is not None:
-            lag_family.add_metric(key, lag)
+        if group_lag is not None:
+            lag_family.add_metric(key, group_lag)
     yield from (current, lag_family)
 
 

@@ -75,3 +75,12 @@ class ControllerServices(Services, Protocol):
     def note_heartbeat_connection(self, peer: str, node_id: int) -> None: ...
 
     async def wait_for_records(self, offset: int, timeout_s: float) -> None: ...
+
+
+def group_coordinator(services: BrokerServices) -> GroupCoordinator:
+    """`services.group_coordinator` for the group APIs' handlers (made on first use, as there). None only in a build
+    without broker/groups: the request fails, logged and its connection closed, as calling a method of None did."""
+    coordinator = services.group_coordinator
+    if coordinator is None:
+        raise RuntimeError("no group coordinator in this build: group APIs are not served")
+    return coordinator

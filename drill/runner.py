@@ -183,13 +183,14 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
     """Phases 3 to 6; the time each took."""
     bootstrap = cluster.bootstrap
     timings: dict[str, float] = {}
-    current = ["", time.monotonic()]  # the phase running, and since when
+    current_phase, phase_start = "", time.monotonic()  # the phase running, and since when
 
     def phase(name: str) -> None:
+        nonlocal current_phase, phase_start
         now = time.monotonic()
-        if current[0]:
-            timings[current[0]] = round(now - current[1], 2)
-        current[:] = [name, now]
+        if current_phase:
+            timings[current_phase] = round(now - phase_start, 2)
+        current_phase, phase_start = name, now
         if name:
             say(f"phase: {name}")
 

@@ -39,7 +39,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from epoch_broker.client.blocking import BlockingKafkaClient
@@ -67,7 +67,7 @@ class Worker:
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def start(self) -> Worker:
+    def start(self) -> Self:
         self.thread.start()
         return self
 
@@ -265,13 +265,15 @@ class LiveConsumer(Worker):
         if error is None:
             self.read += 1
             self.history.record("read", topic=self.topic, partition=message.partition(), offset=message.offset(),
-                                value=message.value().decode(), leader_epoch=_epoch(message), isolation=ISOLATION)
+                                value=_text(message), leader_epoch=_epoch(message), isolation=ISOLATION)
         elif error.code() == KafkaError._AUTO_OFFSET_RESET and (found := TRUNCATION_OFFSET.search(error.str())):
             offset = int(found.group(1))
+            partition = message.partition()
+            assert partition is not None  # an offset reset is of a partition
             self.truncations += 1
-            self.history.record("truncation", topic=self.topic, partition=message.partition(), offset=offset,
+            self.history.record("truncation", topic=self.topic, partition=partition, offset=offset,
                                 detail=error.str())
-            self.consumer.seek(TopicPartition(self.topic, message.partition(), offset))
+            self.consumer.seek(TopicPartition(self.topic, partition, offset))
         else:  # what else its client reported (kept in the history, not checked): a stall's explanation
             self.history.record("client_error", topic=self.topic, detail=f"{error.name()}: {error.str()}")
 
@@ -415,13 +417,19 @@ def read_back(bootstrap: str, topic: str, ends: dict[int, int], history: History
                 if message.error() is not None:
                     continue
                 history.record("read", topic=topic, partition=message.partition(), offset=message.offset(),
-                               value=message.value().decode(), leader_epoch=_epoch(message), isolation=ISOLATION)
+                               value=_text(message), leader_epoch=_epoch(message), isolation=ISOLATION)
                 count += 1
             # the client's positions: past the transaction markers and aborted records it skips too
             positions.update((tp.partition, tp.offset) for tp in consumer.position(assigned) if tp.offset >= 0)
         return count
     finally:
         consumer.close()
+
+
+def _text(message: Any) -> str:
+    value = message.value()
+    assert value is not None  # the drill writes no record without a value
+    return value.decode()
 
 
 def _epoch(message: Any) -> int:

@@ -107,11 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import uvloop
     except ImportError:
-        runner: Any = asyncio.run
+        run: Any = asyncio.run
     else:
-        runner = uvloop.run
+        run = uvloop.run
     try:
-        runner(_serve(config))
+        run(_serve(config))
     except StartupError as exc:
         print(f"epoch-broker: {exc}", file=sys.stderr)
         return 2

@@ -484,6 +484,7 @@ class Cluster(_Both):
         state = wait_until(lambda: (s := self.state(topic, partition)) is not None
                            and s.leader not in (-1, other_than) and s,
                            f"a leader for {topic}-{partition}" + ("" if other_than is None else f" but {other_than}"))
+        assert state  # wait_until returns only a truthy value: the state, not False
         return state.leader
 
     def wait_for_isr(self, topic: str, partition: int, size: int, timeout_s: float = WAIT_TIMEOUT_S) -> None:

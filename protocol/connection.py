@@ -45,10 +45,13 @@ RAW_TOKEN = -1  # the correlation id of a raw SASL token (after SaslHandshake v0
 
 
 class Served(Protocol):
-    """What the connection needs to know of an API a process serves."""
+    """What the connection needs to know of an API a process serves (read-only: a frozen Registration is one)."""
 
-    api: Api
-    versions: VersionRange
+    @property
+    def api(self) -> Api: ...
+
+    @property
+    def versions(self) -> VersionRange: ...
 
 
 class ProtocolViolation(Exception):

@@ -40,7 +40,8 @@ def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
 class RecordScan(NamedTuple):
     """What `scan_records` learned of a batch's records without copying them."""
 
-    count: int
+    # the field shadows tuple.count(value), which mypy reports; the name is the public API (and tests')
+    count: int  # type: ignore[assignment]
     min_timestamp_delta: int
     max_timestamp_delta: int
     null_key: bool

@@ -421,12 +421,12 @@ def _decompress(codec: Compression, data: memoryview, max_size: int) -> Buffer:
     if codec is Compression.SNAPPY:
         return _snappy_decompress(cramjam.snappy, data, max_size)
     if codec is Compression.LZ4:
-        out = bytearray(_frames_bound(data, max_size, _LZ4_MAGIC, _lz4_frame))
-        del out[cramjam.lz4.decompress_into(data, out) :]
+        decoded = bytearray(_frames_bound(data, max_size, _LZ4_MAGIC, _lz4_frame))
+        del decoded[cramjam.lz4.decompress_into(data, decoded) :]
     else:
-        out = bytearray(_frames_bound(data, max_size, _ZSTD_MAGIC, _zstd_frame))
-        del out[cramjam.zstd.decompress_into(data, out) :]
-    return out
+        decoded = bytearray(_frames_bound(data, max_size, _ZSTD_MAGIC, _zstd_frame))
+        del decoded[cramjam.zstd.decompress_into(data, decoded) :]
+    return decoded
 
 
 def _compress(codec: Compression, data: bytes) -> Buffer:
@@ -654,9 +654,10 @@ def _encoded(header: BatchHeader, records: Buffer) -> tuple[bytearray, BatchHead
 def batch_keeping(header: BatchHeader, body: Buffer, spans: list[tuple[int, int]]) -> tuple[bytearray, BatchHeader]:
     """The batch with only the records at `spans` of its body, compressed again with its codec."""
     view = memoryview(body)
-    records: Buffer = b"".join(view[start:end] for start, end in spans)
+    kept = b"".join(view[start:end] for start, end in spans)
+    records: Buffer = kept
     if header.compression is not Compression.NONE:
-        records = _compress(header.compression, records)
+        records = _compress(header.compression, kept)
     return _encoded(header._replace(records_count=len(spans)), records)
 
 

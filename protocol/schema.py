@@ -126,13 +126,14 @@ class KafkaStruct:
     """Base of the generated message classes: slots, keyword construction, equality and repr."""
 
     __slots__ = ("_unknown_tags",)
+    _unknown_tags: dict[int, bytes] | None  # tag -> raw bytes of the tagged fields this schema does not know
     _field_names: tuple[str, ...] = ()
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
         return all(getattr(self, n) == getattr(other, n) for n in self._field_names) and (
-            self._unknown_tags == other._unknown_tags  # type: ignore[attr-defined]
+            self._unknown_tags == other._unknown_tags
         )
 
     __hash__ = None  # type: ignore[assignment]  # mutable

@@ -259,9 +259,11 @@ class Cluster:
         before `start` when known (the leader checks it: DivergedError if its log no longer agrees)."""
         offset = start
         while offset < end:
-            chunk, next_offset, last_epoch = self.with_leader(
-                topic, partition, lambda client, leader, at=offset, epoch=last_epoch: self._fetch(
-                    client, leader, topic, partition, at, epoch, max_bytes, fail_on_data_loss))
+            def fetch_at(client: BlockingKafkaClient, leader: Leader, at: int = offset,
+                         epoch: int = last_epoch) -> tuple[list[StoredRecord], int, int]:
+                return self._fetch(client, leader, topic, partition, at, epoch, max_bytes, fail_on_data_loss)
+
+            chunk, next_offset, last_epoch = self.with_leader(topic, partition, fetch_at)
             if next_offset <= offset:
                 raise KafkaClientError(f"{topic}-{partition}: no records at offset {offset} although the high "
                                      f"watermark is at least {end}")

@@ -91,11 +91,16 @@ def validate_client_batches(buf: Buffer, batches: Sequence[tuple[int, BatchHeade
             if earliest < low or latest > high:
                 bound = (f"message.timestamp.before.max.ms {rules.timestamp_before_max_ms} before" if earliest < low
                          else f"message.timestamp.after.max.ms {rules.timestamp_after_max_ms} after")
+
+                def out_of_range(r: Record, low: int = low, high: int = high) -> str | None:
+                    if low <= r.timestamp <= high:
+                        return None
+                    return f"timestamp {r.timestamp} is out of range [{low}, {high}]"
+
                 raise _per_record(
                     InvalidTimestampError(f"{where}: timestamp {earliest if earliest < low else latest} is more than "
                                           f"{bound} the broker's time {now_ms}"),
-                    buf, pos, header, lambda r, low=low, high=high: None if low <= r.timestamp <= high else
-                    f"timestamp {r.timestamp} is out of range [{low}, {high}]")
+                    buf, pos, header, out_of_range)
 
 
 def _per_record(error: KafkaError, buf: Buffer, pos: int, header: BatchHeader,
@@ -106,8 +111,8 @@ def _per_record(error: KafkaError, buf: Buffer, pos: int, header: BatchHeader,
     return error
 
 
-def recompressed(buf: Buffer, batches: Sequence[tuple[int, BatchHeader]], compression_type: str
-                 ) -> tuple[Buffer, Sequence[tuple[int, BatchHeader]]]:
+def recompressed(buf: memoryview, batches: list[tuple[int, BatchHeader]], compression_type: str
+                 ) -> tuple[memoryview, list[tuple[int, BatchHeader]]]:
     """The batches as the topic stores them: unchanged when `compression_type` is "producer" or every batch
     already has its codec, else every batch with another codec encoded again with it (validated batches only)."""
     codec = TOPIC_CODECS.get(compression_type)

@@ -44,7 +44,7 @@ import asyncio
 import functools
 import logging
 import uuid
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -388,7 +388,7 @@ class GroupCoordinator:
         of `listener` reach it."""
         return leader_location(self.broker, OFFSETS_TOPIC, partition_for(group_id, self.num_partitions), listener)
 
-    def _append(self, partition: int, entries: list[tuple[bytes, bytes | None]],
+    def _append(self, partition: int, entries: Sequence[tuple[bytes, bytes | None]],
                 producer: tuple[int, int] | None = None) -> asyncio.Future[Any]:
         """Append records (key, value or None for a tombstone) atomically, in one batch; the future completes with
         its base offset once they are replicated, or raises KafkaError. With a `producer` (id, epoch), the batch is
@@ -677,7 +677,7 @@ class GroupCoordinator:
         assignments: dict[str, bytes],
     ) -> SyncResult:
         group, member, error = self._member_of(group_id, member_id, group_instance_id, generation_id)
-        if error is ErrorCode.NONE and (
+        if error is ErrorCode.NONE and group is not None and (  # (a group whenever the error is NONE)
             (protocol_type is not None and protocol_type != group.protocol_type)
             or (protocol_name is not None and protocol_name != group.protocol_name)
         ):
@@ -752,7 +752,7 @@ class GroupCoordinator:
         return ErrorCode.REBALANCE_IN_PROGRESS if group.state is GroupState.PREPARING_REBALANCE else ErrorCode.NONE
 
     def leave_group(
-        self, group_id: str, leaving: list[tuple[str, str | None]]
+        self, group_id: str, leaving: Sequence[tuple[str, str | None]]
     ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
         """(group error, per member (member_id, group_instance_id, error)) for LeaveGroup."""
         error = self.coordinator_error(group_id)

@@ -13,7 +13,7 @@ from typing import Any
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import authorized_names
-from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import delete_groups as messages
 
@@ -23,7 +23,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     deletable = authorized_names(context, AclOperation.DELETE, ResourceType.GROUP, request.groups_names)
     return messages.RESPONSE.cls(results=[
         messages.RESPONSE.DeletableGroupResult(
-            group_id=g, error_code=await context.services.group_coordinator.delete_group(g) if g in deletable
+            group_id=g, error_code=await group_coordinator(context.services).delete_group(g) if g in deletable
             else ErrorCode.GROUP_AUTHORIZATION_FAILED)
         for g in request.groups_names
     ])

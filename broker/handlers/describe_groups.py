@@ -16,7 +16,7 @@ from typing import Any
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import authorized_operations
-from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import describe_groups as messages
 
@@ -32,7 +32,7 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         if not context.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             response.groups.append(R.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
             continue
-        error, group = context.services.group_coordinator.describe_group(group_id)
+        error, group = group_coordinator(context.services).describe_group(group_id)
         described = R.DescribedGroup(error_code=error, group_id=group_id, group_state=GroupState.DEAD.value)
         if group is not None:
             stable = group.state is GroupState.STABLE

@@ -18,7 +18,7 @@ from typing import Any
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import authorized_names
-from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.messages import find_coordinator as messages
 
@@ -38,7 +38,7 @@ async def _locate_all(context: RequestContext[BrokerServices], key_type: int, ke
     # a refused key creates nothing: __consumer_offsets is made for the first group key allowed
     available = bool(visible) and await _ensure_offsets_topic(context) is ErrorCode.NONE
     return [(ErrorCode.GROUP_AUTHORIZATION_FAILED, *NOT_FOUND) if key not in visible
-            else context.services.group_coordinator.find_coordinator(key, context.listener) if available
+            else group_coordinator(context.services).find_coordinator(key, context.listener) if available
             else (ErrorCode.COORDINATOR_NOT_AVAILABLE, *NOT_FOUND)
             for key in keys]
 
@@ -61,7 +61,7 @@ async def _locate_transactional_ids(context: RequestContext[BrokerServices], key
 
 async def _ensure_offsets_topic(context: RequestContext[BrokerServices]) -> ErrorCode:
     try:
-        await context.services.group_coordinator.ensure_offsets_topic()
+        await group_coordinator(context.services).ensure_offsets_topic()
     except KafkaError:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return ErrorCode.NONE

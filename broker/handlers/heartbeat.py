@@ -12,7 +12,7 @@ from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
-from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import heartbeat as messages
 
@@ -21,7 +21,7 @@ from epoch_broker.protocol.messages import heartbeat as messages
 def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if not context.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return messages.RESPONSE.cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    error = context.services.group_coordinator.heartbeat(
+    error = group_coordinator(context.services).heartbeat(
         request.group_id, request.member_id, request.group_instance_id, request.generation_id
     )
     return messages.RESPONSE.cls(error_code=error)

@@ -16,7 +16,7 @@ from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
-from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import join_group as messages
 
@@ -31,7 +31,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if not context.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return messages.RESPONSE.cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
                                      protocol_name=None if context.api_version >= 7 else "")
-    result = await context.services.group_coordinator.join_group(
+    result = await group_coordinator(context.services).join_group(
         group_id=request.group_id,
         member_id=request.member_id,
         group_instance_id=request.group_instance_id,

@@ -14,7 +14,7 @@ from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
-from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import leave_group as messages
 
@@ -27,7 +27,7 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         leaving = [(request.member_id, None)]
     else:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
-    error, results = context.services.group_coordinator.leave_group(request.group_id, leaving)
+    error, results = group_coordinator(context.services).leave_group(request.group_id, leaving)
     response = messages.RESPONSE.cls(error_code=error)
     if context.api_version < 3:
         if error == 0 and results:

@@ -13,13 +13,13 @@ from typing import Any
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import authorized_names
-from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.messages import list_groups as messages
 
 
 @handles(messages.API, "0-4")
 def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
-    groups = context.services.group_coordinator.list_groups(set(request.states_filter))
+    groups = group_coordinator(context.services).list_groups(set(request.states_filter))
     visible = authorized_names(context, AclOperation.DESCRIBE, ResourceType.GROUP, (g.group_id for g in groups),
                                or_cluster=AclOperation.DESCRIBE)
     groups = [g for g in groups if g.group_id in visible]

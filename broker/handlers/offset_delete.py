@@ -14,7 +14,7 @@ from typing import Any
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import authorized_names
-from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import offset_delete as messages
 
@@ -27,7 +27,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         return R.cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     readable = authorized_names(context, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics))
     partitions = [(t.name, p.partition_index) for t in request.topics if t.name in readable for p in t.partitions]
-    error, errors = await context.services.group_coordinator.delete_offsets(request.group_id, partitions)
+    error, errors = await group_coordinator(context.services).delete_offsets(request.group_id, partitions)
     if error:
         return R.cls(error_code=error)
     results = iter(errors)

@@ -19,7 +19,7 @@ from typing import Any
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import authorized_names
-from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import offset_fetch as messages
 
@@ -39,7 +39,7 @@ def _fetch(context: RequestContext[BrokerServices], group_id: str, topics: list[
 
     if not context.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
-    coordinator = context.services.group_coordinator
+    coordinator = group_coordinator(context.services)
     if topics is None:
         error, offsets = coordinator.fetch_offsets(group_id, None, require_stable)
         describable = authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC, (o.topic for o in offsets))

@@ -14,7 +14,7 @@ from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
-from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import sync_group as messages
 
@@ -23,7 +23,7 @@ from epoch_broker.protocol.messages import sync_group as messages
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if not context.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return messages.RESPONSE.cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    result = await context.services.group_coordinator.sync_group(
+    result = await group_coordinator(context.services).sync_group(
         group_id=request.group_id,
         generation_id=request.generation_id,
         member_id=request.member_id,

@@ -22,7 +22,7 @@ from typing import Any
 from epoch_broker.broker.handlers.offset_commit import per_partition, readable_offsets
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
-from epoch_broker.broker.services import BrokerServices
+from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import txn_offset_commit as messages
 
@@ -34,7 +34,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if not context.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(request, lambda topic: ErrorCode.GROUP_AUTHORIZATION_FAILED)
     readable, offsets = readable_offsets(context, request)
-    errors = iter(await context.services.group_coordinator.commit_txn_offsets(
+    errors = iter(await group_coordinator(context.services).commit_txn_offsets(
         request.group_id,
         request.producer_id,
         request.producer_epoch,

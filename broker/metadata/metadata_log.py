@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.metadata.records import from_json, to_json
-from epoch_broker.protocol.records import build_batch, iter_batches, iter_records, validate_batch
+from epoch_broker.protocol.records import Record, build_batch, iter_batches, iter_records, validate_batch
 
 METADATA_TOPIC_ID = (1).to_bytes(16, "big")  # Kafka's Uuid.METADATA_TOPIC_ID: AAAAAAAAAAAAAAAAAAAAAQ
 
@@ -26,5 +26,11 @@ def decode(buf: Any) -> list[tuple[int, Any]]:
     decoded = []
     for position, header in iter_batches(buf):
         validate_batch(buf, position, header)
-        decoded += [(r.offset, from_json(bytes(r.value).decode())) for r in iter_records(buf, position, header)]
+        decoded += [(r.offset, from_json(_value(r).decode())) for r in iter_records(buf, position, header)]
     return decoded
+
+
+def _value(record: Record) -> bytes:
+    if record.value is None:  # the controller writes no null value; the TypeError bytes(None) would raise
+        raise TypeError(f"metadata record at offset {record.offset} has a null value")
+    return bytes(record.value)

@@ -231,13 +231,13 @@ class ReplicaFetcher:
                 REQUEST_TIMEOUT_S)
             for topic in response.topics:
                 for answer in topic.partitions:
-                    state = asked.get((topic.topic, answer.partition))
-                    if state is None or self.states.get(_key(state.partition)) is not state:
+                    answered = asked.get((topic.topic, answer.partition))
+                    if answered is None or self.states.get(_key(answered.partition)) is not answered:
                         continue  # handed over again meanwhile
                     if answer.error_code != ErrorCode.NONE:
-                        self._on_error(state, ErrorCode(answer.error_code), "OffsetForLeaderEpoch")
+                        self._on_error(answered, ErrorCode(answer.error_code), "OffsetForLeaderEpoch")
                     else:
-                        self._truncate(state, answer.leader_epoch, answer.end_offset, "OffsetForLeaderEpoch")
+                        self._truncate(answered, answer.leader_epoch, answer.end_offset, "OffsetForLeaderEpoch")
 
     async def _fetch(self, client: KafkaClient) -> None:
         states = self._ready(truncating=False)
@@ -274,9 +274,9 @@ class ReplicaFetcher:
             return
         for topic in response.responses:
             for answer in topic.partitions:
-                state, fetch_offset = asked.get((topic.topic_id, answer.partition_index), (None, -1))
-                if state is not None and self.states.get(_key(state.partition)) is state:
-                    self._apply(state, fetch_offset, answer)
+                answered, fetch_offset = asked.get((topic.topic_id, answer.partition_index), (None, -1))
+                if answered is not None and self.states.get(_key(answered.partition)) is answered:
+                    self._apply(answered, fetch_offset, answer)
 
     def _apply(self, state: FetchState, fetch_offset: int, answer: Any) -> None:
         """One partition's fetch answer: truncate, append or note the error."""

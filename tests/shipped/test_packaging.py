@@ -63,6 +63,18 @@ def test_the_installed_wheel_imports_and_runs_from_outside_the_checkout(wheel: P
     assert version.stdout.strip() == f"epoch-broker {tomllib_version()}"
 
 
+def test_the_installed_wheel_type_checks(wheel: Path, tmp_path: Path) -> None:
+    # The standards' "type hints checked in CI". Checked as installed: the layer folders map into epoch_broker
+    # by [tool.setuptools.package-dir], which mypy cannot follow through the editable install's finder.
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, timeout=300, capture_output=True)
+    result = subprocess.run([sys.executable, "-m", "mypy", "--ignore-missing-imports", "--cache-dir",
+                             str(tmp_path / "mypy-cache"), "-p", "epoch_broker"],
+                            cwd=target, capture_output=True, text=True, timeout=280)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_a_plain_checkout_imports_without_an_install(tmp_path: Path) -> None:
     # Python run with -I ignores the environment and user site-packages (and the editable install's finder
     # lives in site-packages: -S keeps it away too), so only the checkout's folders can answer.
