@@ -6,6 +6,7 @@
   `user_venv` a test author's (the wheel with its [drill] extra, pytest and the three Python clients), `spark_venv`
   the wheel with its [spark] extra only.
 - Their programs run from a temporary directory outside the checkout, with no PYTHONPATH: only the venv answers.
+- `produce` and `read_all`: confluent-kafka on the host, as the suite's clients of those brokers.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, Producer
 
 from epoch_broker.testing import BrokerProcess
 from tests.helpers import REPO
@@ -108,3 +111,33 @@ def served(core_venv: Venv, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     broker = BrokerProcess(tmp_path_factory.mktemp("served"), {}, program=str(core_venv.bin("epoch-broker")))
     yield broker.start()
     broker.stop()
+
+
+def produce(bootstrap: str, topic: str, records: list[bytes], codec: str = "lz4") -> list[bytes]:
+    """Send every record (acks=all, idempotent); returns the ones acknowledged."""
+    acked: list[bytes] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                         "compression.type": codec, "linger.ms": 5, "message.timeout.ms": 30000})
+    for value in records:
+        producer.produce(topic, value, on_delivery=lambda err, msg: acked.append(msg.value()) if err is None else None)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    return acked
+
+
+def read_all(bootstrap: str, topic: str, at_least: int, quiet_s: float = 2.0) -> list[bytes]:
+    """Every record of the topic from the beginning, once `at_least` have come and no more come for `quiet_s`."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline, quiet_since = time.monotonic() + 90, time.monotonic()
+    try:
+        while time.monotonic() < deadline and (len(got) < at_least or time.monotonic() - quiet_since < quiet_s):
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+                quiet_since = time.monotonic()
+    finally:
+        consumer.close()
+    return got

@@ -30,13 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from epoch_broker.broker.config import CLUSTER_SECRET_ENV
 
 from tests.helpers import ARTIFACTS, REPO, chromium, free_port
 from tests.interop.support import CODECS
-from tests.shipped.conftest import run, source_copy, user_env
+from tests.shipped.conftest import produce, read_all, run, source_copy, user_env
 
 pytestmark = pytest.mark.slow
 BASE_IMAGE = "epoch-broker-test-base:bookworm"
@@ -256,36 +255,6 @@ def bindable(port: int) -> bool:
         except OSError:
             return False
         return True
-
-
-def produce(bootstrap: str, topic: str, records: list[bytes], codec: str = "lz4") -> list[bytes]:
-    """Send every record (acks=all, idempotent); returns the ones acknowledged."""
-    acked: list[bytes] = []
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "compression.type": codec, "linger.ms": 5, "message.timeout.ms": 30000})
-    for value in records:
-        producer.produce(topic, value, on_delivery=lambda err, msg: acked.append(msg.value()) if err is None else None)
-        producer.poll(0)
-    assert producer.flush(60) == 0
-    return acked
-
-
-def read_all(bootstrap: str, topic: str, at_least: int) -> list[bytes]:
-    """Every record of the topic from the beginning, once `at_least` have come and no more come for 2 s."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    deadline, quiet_since = time.monotonic() + 90, time.monotonic()
-    try:
-        while time.monotonic() < deadline and (len(got) < at_least or time.monotonic() - quiet_since < 2):
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                got.append(message.value())
-                quiet_since = time.monotonic()
-    finally:
-        consumer.close()
-    return got
 
 
 def test_a_compose_cluster_serves_host_clients_survives_a_sigkill_and_keeps_its_data(project: Project) -> None:

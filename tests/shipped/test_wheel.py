@@ -13,14 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
 from epoch_broker.drill import launcher
 from kafka import KafkaConsumer, KafkaProducer
 
 from epoch_broker.testing import BrokerProcess
 from tests.helpers import REPO, free_base_port
 from tests.interop.support import CODECS, kcat_bin
-from tests.shipped.conftest import READY_TIMEOUT_S, Venv, run, user_env
+from tests.shipped.conftest import READY_TIMEOUT_S, Venv, produce, read_all, run, user_env
 
 pytestmark = pytest.mark.slow
 RECORDS = 20
@@ -30,35 +29,9 @@ def values(tag: str) -> list[bytes]:
     return [f"{tag}-{i}".encode() for i in range(RECORDS)]
 
 
-def produce_confluent(bootstrap: str, topic: str, codec: str, records: list[bytes]) -> None:
-    errors: list[object] = []
-    producer = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20,
-                         "message.timeout.ms": 20000})
-    for value in records:
-        producer.produce(topic, value, on_delivery=lambda err, _msg: errors.append(err) if err else None)
-    assert producer.flush(30) == 0 and errors == []
-
-
-def consume_confluent(bootstrap: str, topic: str, count: int) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(got) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None:
-                assert message.error() is None, message.error()
-                got.append(message.value())
-    finally:
-        consumer.close()
-    return got
-
-
 def roundtrip_confluent(bootstrap: str, topic: str, codec: str) -> list[bytes]:
-    produce_confluent(bootstrap, topic, codec, values(topic))
-    return consume_confluent(bootstrap, topic, RECORDS)
+    assert produce(bootstrap, topic, values(topic), codec) == values(topic)
+    return read_all(bootstrap, topic, RECORDS, quiet_s=0)
 
 
 def roundtrip_kafka_python(bootstrap: str, topic: str, codec: str) -> list[bytes]:
@@ -145,7 +118,7 @@ def test_the_spark_extra_alone_reads_a_topic_holding_every_codec(served: BrokerP
                                                                  tmp_path: Path) -> None:
     topic = "spark-every-codec"
     for codec in CODECS:
-        produce_confluent(served.bootstrap, topic, codec, values(codec))
+        assert produce(served.bootstrap, topic, values(codec), codec) == values(codec)
     job = f"""
 import os, sys
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
