@@ -145,6 +145,8 @@ class ErrorCode(IntEnum):
     INVALID_VOTER_KEY = 125
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
+    INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
 
     @property
     def retriable(self) -> bool:
