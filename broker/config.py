@@ -89,6 +89,21 @@ def _int(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+# group.consumer.assignors: this broker's assignors, by name or by Kafka's class name
+_ASSIGNOR_CLASSES = {"org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+                     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
+
+
+def _assignors(text: str) -> tuple[str, ...]:
+    names = tuple(_ASSIGNOR_CLASSES.get(n.strip(), n.strip()) for n in text.split(",") if n.strip())
+    if not names or any(n not in ("uniform", "range") for n in names) or len(set(names)) != len(names):
+        raise ValueError
+    return names
+
+
+_assignors.expected = "a list of uniform, range (or Kafka's assignor class names)"  # type: ignore[attr-defined]
+
+
 def _float(minimum: float, maximum: float = float("inf")) -> Callable[[str], float]:
     def parse(text: str) -> float:
         value = float(text.strip())
@@ -322,6 +337,9 @@ KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", _int(0)),
     "group.min.session.timeout.ms": ("group_min_session_timeout_ms", _int(1)),
     "group.max.session.timeout.ms": ("group_max_session_timeout_ms", _int(1)),
+    "group.consumer.session.timeout.ms": ("group_consumer_session_timeout_ms", _int(1)),
+    "group.consumer.heartbeat.interval.ms": ("group_consumer_heartbeat_interval_ms", _int(1)),
+    "group.consumer.assignors": ("group_consumer_assignors", _assignors),
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", _int(1)),
     "offsets.topic.replication.factor": ("offsets_topic_replication_factor", _int(1)),
     "offsets.retention.minutes": ("offsets_retention_minutes", _int(1)),
@@ -406,6 +424,10 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = 0  # Kafka: 3000, but 0 in its shipped server.properties
     group_min_session_timeout_ms: int = 6_000  # JoinGroup's session timeout bounds (INVALID_SESSION_TIMEOUT outside)
     group_max_session_timeout_ms: int = 1_800_000
+    # KIP-848 consumer groups (group.protocol=consumer): Kafka's defaults; the test kit heartbeats every 500 ms
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 3  # capped at the live brokers when the topic is made
     offsets_retention_minutes: int = 10080

@@ -60,6 +60,7 @@ DRILL_DEFAULTS = {
     "broker.session.timeout.ms": "1500",
     "replica.lag.time.max.ms": "2000",
     "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.heartbeat.interval.ms": "500",  # consumer-protocol rebalances in steps of 0.5 s, not 5 s
     "fault.hooks.enable": "true",  # a drill cluster's faults are its purpose; `--no-fault-hooks` turns them off
 }
 # Keys the launcher sets per process; a cluster-wide override of one of them would break the layout.
