@@ -49,7 +49,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from epoch_broker.broker.groups import records
-from epoch_broker.broker.groups.group import CommittedOffset, Group, GroupState, Member, OffsetKey
+from epoch_broker.broker.groups.classic_group import (
+    ClassicGroup,
+    ClassicGroupMember,
+    ClassicGroupState,
+    CommittedOffset,
+    OffsetKey,
+)
 from epoch_broker.broker.metadata.records import RemoveTopicRecord
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.records import build_batch
@@ -164,7 +170,7 @@ class GroupCoordinator:
         # group.min/max.session.timeout.ms: a JoinGroup's session timeout outside them is INVALID_SESSION_TIMEOUT
         self.session_timeout_bounds_ms = (config.group_min_session_timeout_ms, config.group_max_session_timeout_ms)
         self.retention_ms: int = config.offsets_retention_minutes * 60_000
-        self.groups: dict[str, Group] = {}
+        self.groups: dict[str, ClassicGroup] = {}
         self.owned: set[int] = set()
         self._retention_timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task] = set()
@@ -265,7 +271,7 @@ class GroupCoordinator:
         broker; the groups appear at once at the end (no await in between), when the partition becomes owned.
         """
         metadata: dict[str, Any] = {}
-        loaded: dict[str, Group] = {}  # the groups' offsets, committed and pending
+        loaded: dict[str, ClassicGroup] = {}  # the groups' offsets, committed and pending
         open_txns: dict[int, set[str]] = {}  # producer id -> groups with its pending offsets
         count = 0
         for record in self.broker.replica_manager.read_internal(OFFSETS_TOPIC, partition, 0):
@@ -282,7 +288,7 @@ class GroupCoordinator:
                 continue
             group = loaded.get(key.group)
             if group is None:
-                group = loaded[key.group] = Group(key.group, partition)
+                group = loaded[key.group] = ClassicGroup(key.group, partition)
             if record.value is None:  # never transactional: deletions are written outside transactions
                 group.drop_offsets([(key.topic, key.partition)])
                 continue
@@ -298,7 +304,7 @@ class GroupCoordinator:
             return None
         for group_id in metadata.keys() | loaded.keys():
             value = metadata.get(group_id)
-            group = loaded.get(group_id) or Group(group_id, partition)
+            group = loaded.get(group_id) or ClassicGroup(group_id, partition)
             if value is None and not group.has_offsets():
                 continue
             if value is not None:
@@ -316,7 +322,7 @@ class GroupCoordinator:
         log.debug("loaded __consumer_offsets-%d: %d records, %d groups", partition, count, loaded_count)
         return count, loaded_count
 
-    def _restore(self, group: Group, value: Any) -> None:
+    def _restore(self, group: ClassicGroup, value: Any) -> None:
         """A group as its last metadata record left it: Stable with its members (who keep heartbeating
         their generation after a coordinator restart), or Empty."""
         group.generation_id = value.generation
@@ -324,7 +330,7 @@ class GroupCoordinator:
         group.protocol_name = value.protocol
         group.state_timestamp = value.current_state_timestamp
         for m in value.members:
-            member = Member(
+            member = ClassicGroupMember(
                 m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout,
                 m.session_timeout, group.protocol_type or "", [(group.protocol_name or "", bytes(m.subscription))],
                 bytes(m.assignment),
@@ -333,7 +339,7 @@ class GroupCoordinator:
             self._arm_session(group, member)
         group.leader_id = value.leader if value.leader in group.members else group.leader_id
         group.new_member_joined = False
-        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+        group.state = ClassicGroupState.STABLE if group.members else ClassicGroupState.EMPTY
 
     def unload(self, partition: int) -> None:
         """Stop coordinating the groups of a partition (shutdown, or leadership moved away)."""
@@ -424,7 +430,7 @@ class GroupCoordinator:
         if not task.cancelled() and task.exception() is not None:
             log.warning("__consumer_offsets write failed: %s", task.exception())
 
-    def _store_group(self, group: Group) -> asyncio.Future[Any]:
+    def _store_group(self, group: ClassicGroup) -> asyncio.Future[Any]:
         """Write the group's metadata record (Kafka's GroupMetadataValue v3)."""
         cls = records.GROUP_METADATA_VALUE
         value = cls.cls(
@@ -479,27 +485,27 @@ class GroupCoordinator:
             if member_id:  # a member id from a group that no longer exists here
                 error = ErrorCode.UNKNOWN_MEMBER_ID
             else:
-                group = self.groups[group_id] = Group(group_id, partition_for(group_id, self.num_partitions),
+                group = self.groups[group_id] = ClassicGroup(group_id, partition_for(group_id, self.num_partitions),
                                                       state_timestamp=self.now_ms())
         if error is not ErrorCode.NONE:
             return JoinResult(error, member_id)
         assert group is not None
-        if group.state is GroupState.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             # Deleted while this request was on its way: the client rediscovers the coordinator.
             return JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id)
         if rebalance_timeout_ms < 0:  # JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout
             rebalance_timeout_ms = session_timeout_ms
         if not group.supports(protocol_type, protocols):
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
-        member = Member("", group_instance_id, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
-                        protocol_type, protocols)
+        member = ClassicGroupMember("", group_instance_id, client_id, client_host, rebalance_timeout_ms,
+                                    session_timeout_ms, protocol_type, protocols)
         if member_id:
             outcome = self._join_known(group, member_id, member)
         else:
             outcome = self._join_new(group, member, require_known_member_id, skip_assignment_supported)
         return await outcome if isinstance(outcome, asyncio.Future) else outcome
 
-    def _join_new(self, group: Group, joining: Member, require_known_member_id: bool,
+    def _join_new(self, group: ClassicGroup, joining: ClassicGroupMember, require_known_member_id: bool,
                   skip_assignment_supported: bool) -> JoinResult | asyncio.Future:
         joining.member_id = f"{joining.group_instance_id or joining.client_id}-{uuid.uuid4()}"
         if joining.group_instance_id is not None:
@@ -516,7 +522,8 @@ class GroupCoordinator:
             return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, joining.member_id)
         return self._add_and_rebalance(group, joining)
 
-    def _join_known(self, group: Group, member_id: str, joining: Member) -> JoinResult | asyncio.Future:
+    def _join_known(self, group: ClassicGroup, member_id: str,
+                    joining: ClassicGroupMember) -> JoinResult | asyncio.Future:
         joining.member_id = member_id
         pending = group.pending_members.pop(member_id, None)
         if pending is not None:
@@ -525,13 +532,13 @@ class GroupCoordinator:
         if group.is_fenced(member_id, joining.group_instance_id):
             return JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id)
         member = group.members.get(member_id)
-        if member is None or group.state in (GroupState.EMPTY, GroupState.DEAD):
+        if member is None or group.state in (ClassicGroupState.EMPTY, ClassicGroupState.DEAD):
             return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
         unchanged = member.same_protocols(joining.protocols)
-        if group.state is GroupState.COMPLETING_REBALANCE and unchanged:
+        if group.state is ClassicGroupState.COMPLETING_REBALANCE and unchanged:
             # A retried JoinGroup of this generation (its answer was lost): answer it again.
             return self._join_result(group, member)
-        if group.state is GroupState.STABLE and unchanged and member_id != group.leader_id:
+        if group.state is ClassicGroupState.STABLE and unchanged and member_id != group.leader_id:
             # A follower rejoining with nothing new: no rebalance (the leader's rejoin does trigger one).
             return self._join_result(group, member)
         member.protocols = joining.protocols
@@ -540,7 +547,7 @@ class GroupCoordinator:
         member.client_id, member.client_host = joining.client_id, joining.client_host
         return self._join_and_rebalance(group, member)
 
-    def _replace_static(self, group: Group, old: Member, joining: Member,
+    def _replace_static(self, group: ClassicGroup, old: ClassicGroupMember, joining: ClassicGroupMember,
                         skip_assignment_supported: bool) -> JoinResult | asyncio.Future:
         """A static member came back under a new member id: the old id is fenced, the place is kept."""
         old_id = old.member_id
@@ -554,7 +561,7 @@ class GroupCoordinator:
         member.session_timeout_ms = joining.session_timeout_ms
         member.rebalance_timeout_ms = joining.rebalance_timeout_ms
         leader = member.member_id == group.leader_id
-        if group.state is GroupState.STABLE and unchanged and (not leader or skip_assignment_supported):
+        if group.state is ClassicGroupState.STABLE and unchanged and (not leader or skip_assignment_supported):
             # KIP-345: a restarted static follower gets its old assignment back without a rebalance; KIP-814: so
             # does the leader of a client that can be told not to assign again (it still learns the members).
             self._arm_session(group, member)
@@ -562,28 +569,28 @@ class GroupCoordinator:
             return replace(self._join_result(group, member), skip_assignment=leader)
         return self._join_and_rebalance(group, member)
 
-    def _add_and_rebalance(self, group: Group, member: Member) -> asyncio.Future:
+    def _add_and_rebalance(self, group: ClassicGroup, member: ClassicGroupMember) -> asyncio.Future:
         group.add(member)
         return self._join_and_rebalance(group, member)
 
-    def _join_and_rebalance(self, group: Group, member: Member) -> asyncio.Future:
+    def _join_and_rebalance(self, group: ClassicGroup, member: ClassicGroupMember) -> asyncio.Future:
         """Park the member's JoinGroup, then complete the rebalance under way or start one."""
         waiter = self._park_join(group, member)
-        if group.state is GroupState.PREPARING_REBALANCE:
+        if group.state is ClassicGroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(group)
         else:
             self._prepare_rebalance(group)
         return waiter
 
-    def _park_join(self, group: Group, member: Member) -> asyncio.Future:
+    def _park_join(self, group: ClassicGroup, member: ClassicGroupMember) -> asyncio.Future:
         # A member that sends JoinGroup again while parked: its previous request is answered, the new one waits.
         _resolve(member.join_waiter, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
         member.join_waiter = asyncio.get_running_loop().create_future()
         self._cancel_session(member)
         return member.join_waiter
 
-    def _prepare_rebalance(self, group: Group) -> None:
-        if group.state is GroupState.COMPLETING_REBALANCE:
+    def _prepare_rebalance(self, group: ClassicGroup) -> None:
+        if group.state is ClassicGroupState.COMPLETING_REBALANCE:
             # The assignment being synced is void: parked SyncGroups are told to rejoin.
             for member in group.members.values():
                 member.assignment = b""
@@ -595,8 +602,8 @@ class GroupCoordinator:
         loop = asyncio.get_running_loop()
         # No members left (the last one left a Stable group): the phase completes at once, to Empty.
         rebalance_timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
-        initial = group.state is GroupState.EMPTY and self.initial_delay_ms > 0
-        group.transition(GroupState.PREPARING_REBALANCE, self.now_ms())
+        initial = group.state is ClassicGroupState.EMPTY and self.initial_delay_ms > 0
+        group.transition(ClassicGroupState.PREPARING_REBALANCE, self.now_ms())
         if initial:
             delay = min(self.initial_delay_ms, rebalance_timeout_ms)
             group.initial_delay_remaining_ms = max(rebalance_timeout_ms - self.initial_delay_ms, 0)
@@ -606,7 +613,7 @@ class GroupCoordinator:
             group.join_timer = loop.call_later(rebalance_timeout_ms / 1000, self._complete_join, group)
             self._maybe_complete_join(group)
 
-    def _initial_delay_elapsed(self, group: Group) -> None:
+    def _initial_delay_elapsed(self, group: ClassicGroup) -> None:
         remaining = group.initial_delay_remaining_ms or 0
         if group.new_member_joined and remaining > 0:
             delay = min(self.initial_delay_ms, remaining)
@@ -616,13 +623,13 @@ class GroupCoordinator:
             return
         self._complete_join(group)
 
-    def _maybe_complete_join(self, group: Group) -> None:
-        if (group.state is GroupState.PREPARING_REBALANCE and group.initial_delay_remaining_ms is None
+    def _maybe_complete_join(self, group: ClassicGroup) -> None:
+        if (group.state is ClassicGroupState.PREPARING_REBALANCE and group.initial_delay_remaining_ms is None
                 and group.all_joined()):
             self._complete_join(group)
 
-    def _complete_join(self, group: Group) -> None:
-        if group.state is not GroupState.PREPARING_REBALANCE:
+    def _complete_join(self, group: ClassicGroup) -> None:
+        if group.state is not ClassicGroupState.PREPARING_REBALANCE:
             return
         if group.join_timer is not None:
             group.join_timer.cancel()
@@ -636,7 +643,7 @@ class GroupCoordinator:
         group.generation_id += 1
         if not group.members:
             group.protocol_name = None
-            group.transition(GroupState.EMPTY, self.now_ms())
+            group.transition(ClassicGroupState.EMPTY, self.now_ms())
             self._spawn(self._store_group(group))
             log.info("group %s is empty at generation %d", group.group_id, group.generation_id)
             return
@@ -644,7 +651,7 @@ class GroupCoordinator:
         leader = group.members.get(group.leader_id or "")
         if leader is None or leader.join_waiter is None:
             group.leader_id = next(m.member_id for m in group.members.values() if m.join_waiter is not None)
-        group.transition(GroupState.COMPLETING_REBALANCE, self.now_ms())
+        group.transition(ClassicGroupState.COMPLETING_REBALANCE, self.now_ms())
         if (metrics := self.broker.metrics) is not None:
             metrics.record_rebalance(group.group_id)
         log.info("group %s generation %d: %d members, protocol %s, leader %s", group.group_id,
@@ -655,7 +662,7 @@ class GroupCoordinator:
                 member.join_waiter = None
             self._arm_session(group, member)
 
-    def _join_result(self, group: Group, member: Member) -> JoinResult:
+    def _join_result(self, group: ClassicGroup, member: ClassicGroupMember) -> JoinResult:
         members = []
         if member.member_id == group.leader_id:
             members = [(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
@@ -685,9 +692,9 @@ class GroupCoordinator:
         if error is not ErrorCode.NONE:
             return SyncResult(error)
         assert group is not None and member is not None
-        if group.state is GroupState.PREPARING_REBALANCE:
+        if group.state is ClassicGroupState.PREPARING_REBALANCE:
             return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
-        if group.state is GroupState.STABLE:
+        if group.state is ClassicGroupState.STABLE:
             self._arm_session(group, member)
             return self._sync_result(group, member)
         # CompletingRebalance: wait for the leader's assignment.
@@ -702,12 +709,12 @@ class GroupCoordinator:
                 await self._store_group(group)
             except KafkaError as exc:  # the members must rejoin, as in Kafka
                 log.warning("storing group %s failed: %s", group_id, exc)
-                if group.state is GroupState.COMPLETING_REBALANCE and group.generation_id == generation:
+                if group.state is ClassicGroupState.COMPLETING_REBALANCE and group.generation_id == generation:
                     self._prepare_rebalance(group)
                 return await waiter
-            if group.state is not GroupState.COMPLETING_REBALANCE or group.generation_id != generation:
+            if group.state is not ClassicGroupState.COMPLETING_REBALANCE or group.generation_id != generation:
                 return await waiter  # a rebalance started meanwhile and answered the parked members
-            group.transition(GroupState.STABLE, self.now_ms())
+            group.transition(ClassicGroupState.STABLE, self.now_ms())
             for m in group.members.values():
                 if m.sync_waiter is not None:
                     _resolve(m.sync_waiter, self._sync_result(group, m))
@@ -716,12 +723,12 @@ class GroupCoordinator:
         return await waiter
 
     @staticmethod
-    def _sync_result(group: Group, member: Member) -> SyncResult:
+    def _sync_result(group: ClassicGroup, member: ClassicGroupMember) -> SyncResult:
         return SyncResult(ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name)
 
     def _member_of(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
-    ) -> tuple[Group | None, Member | None, ErrorCode]:
+    ) -> tuple[ClassicGroup | None, ClassicGroupMember | None, ErrorCode]:
         """The checks Heartbeat and SyncGroup share, in Kafka's order."""
         error = self.coordinator_error(group_id)
         if error is not ErrorCode.NONE:
@@ -729,12 +736,12 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             return None, None, ErrorCode.UNKNOWN_MEMBER_ID
-        if group.state is GroupState.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             return group, None, ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.is_fenced(member_id, group_instance_id):
             return group, None, ErrorCode.FENCED_INSTANCE_ID
         member = group.members.get(member_id)
-        if member is None or group.state is GroupState.EMPTY:
+        if member is None or group.state is ClassicGroupState.EMPTY:
             return group, None, ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
             return group, member, ErrorCode.ILLEGAL_GENERATION
@@ -749,7 +756,8 @@ class GroupCoordinator:
         assert group is not None and member is not None
         self._arm_session(group, member)
         # During a join phase the heartbeat answer is how a member learns it must rejoin.
-        return ErrorCode.REBALANCE_IN_PROGRESS if group.state is GroupState.PREPARING_REBALANCE else ErrorCode.NONE
+        rebalancing = group.state is ClassicGroupState.PREPARING_REBALANCE
+        return ErrorCode.REBALANCE_IN_PROGRESS if rebalancing else ErrorCode.NONE
 
     def leave_group(
         self, group_id: str, leaving: Sequence[tuple[str, str | None]]
@@ -761,7 +769,7 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in leaving]
-        if group.state is GroupState.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE
             return error, [(m, i, error) for m, i in leaving]
         results = []
@@ -769,7 +777,7 @@ class GroupCoordinator:
             results.append((member_id, instance_id, self._leave_one(group, member_id, instance_id)))
         return ErrorCode.NONE, results
 
-    def _leave_one(self, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
+    def _leave_one(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> ErrorCode:
         if instance_id is not None:
             owner = group.static_members.get(instance_id)
             if owner is None:
@@ -789,17 +797,17 @@ class GroupCoordinator:
         self._remove_member(group, member)
         return ErrorCode.NONE
 
-    def _remove_member(self, group: Group, member: Member) -> None:
+    def _remove_member(self, group: ClassicGroup, member: ClassicGroupMember) -> None:
         self._cancel_session(member)
         _resolve(member.join_waiter, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
         _resolve(member.sync_waiter, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
-        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+        if group.state in (ClassicGroupState.STABLE, ClassicGroupState.COMPLETING_REBALANCE):
             self._prepare_rebalance(group)
         else:
             self._maybe_complete_join(group)
 
-    def _arm_session(self, group: Group, member: Member) -> None:
+    def _arm_session(self, group: ClassicGroup, member: ClassicGroupMember) -> None:
         """(Re)start the member's session timer; parked members are kept alive instead."""
         self._cancel_session(member)
         if member.join_waiter is None and member.sync_waiter is None:
@@ -808,18 +816,18 @@ class GroupCoordinator:
             )
 
     @staticmethod
-    def _cancel_session(member: Member) -> None:
+    def _cancel_session(member: ClassicGroupMember) -> None:
         if member.session_timer is not None:
             member.session_timer.cancel()
             member.session_timer = None
 
-    def _expire_member(self, group: Group, member: Member) -> None:
+    def _expire_member(self, group: ClassicGroup, member: ClassicGroupMember) -> None:
         member.session_timer = None
         if group.members.get(member.member_id) is member:
             log.info("member %s of group %s: session timeout expired", member.member_id, group.group_id)
             self._remove_member(group, member)
 
-    def _expire_pending(self, group: Group, member_id: str) -> None:
+    def _expire_pending(self, group: ClassicGroup, member_id: str) -> None:
         """A MEMBER_ID_REQUIRED member that never came back stops holding up the join phase."""
         if group.pending_members.pop(member_id, None) is not None:
             self._maybe_complete_join(group)
@@ -922,13 +930,13 @@ class GroupCoordinator:
         if group is None:
             if generation_id >= 0 and not transactional:  # a generation of a group that is gone here
                 return ErrorCode.ILLEGAL_GENERATION
-            group = self.groups[group_id] = Group(group_id, partition_for(group_id, self.num_partitions),
+            group = self.groups[group_id] = ClassicGroup(group_id, partition_for(group_id, self.num_partitions),
                                                   state_timestamp=self.now_ms())
-        if group.state is GroupState.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.is_fenced(member_id, group_instance_id):
             return ErrorCode.FENCED_INSTANCE_ID
-        if generation_id < 0 and group.state is GroupState.EMPTY:
+        if generation_id < 0 and group.state is ClassicGroupState.EMPTY:
             return ErrorCode.NONE
         if transactional and generation_id < 0 and not member_id and group_instance_id is None:
             return ErrorCode.NONE  # TxnOffsetCommit before v3 names no member: nothing to fence
@@ -939,13 +947,13 @@ class GroupCoordinator:
             return ErrorCode.ILLEGAL_GENERATION
         if transactional:  # as Kafka: a producer's commit neither waits for a rebalance nor keeps the member alive
             return ErrorCode.NONE
-        if group.state is GroupState.COMPLETING_REBALANCE:
+        if group.state is ClassicGroupState.COMPLETING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS
         # Stable, or PreparingRebalance: a member may commit in its revocation callback before rejoining.
         self._arm_session(group, member)
         return ErrorCode.NONE
 
-    def _track_txn(self, group: Group, producer_id: int) -> None:
+    def _track_txn(self, group: ClassicGroup, producer_id: int) -> None:
         self._txn_groups.setdefault((group.partition, producer_id), set()).add(group.group_id)
 
     def complete_txn(self, producer_id: int, partition: int, commit: bool) -> None:
@@ -982,7 +990,7 @@ class GroupCoordinator:
                 answer.append(FetchedOffset(topic, partition, c.offset, c.leader_epoch, c.metadata))
         return ErrorCode.NONE, answer
 
-    def _delete_offsets(self, group: Group, keys: Iterable[OffsetKey]) -> asyncio.Future[Any]:
+    def _delete_offsets(self, group: ClassicGroup, keys: Iterable[OffsetKey]) -> asyncio.Future[Any]:
         """Drop offsets, committed and pending, with their tombstones (deleted topic, OffsetDelete, expiry)."""
         dropped = group.drop_offsets(keys)
         return self._append(group.partition, [(records.offset_key(group.group_id, t, p), None) for t, p in dropped])
@@ -993,12 +1001,12 @@ class GroupCoordinator:
         """OffsetDelete: refused for topics the group's members subscribe to."""
         error = self.coordinator_error(group_id)
         group = self.groups.get(group_id)
-        if error is ErrorCode.NONE and (group is None or group.state is GroupState.DEAD):
+        if error is ErrorCode.NONE and (group is None or group.state is ClassicGroupState.DEAD):
             error = ErrorCode.GROUP_ID_NOT_FOUND
         if error is not ErrorCode.NONE:
             return error, []
         assert group is not None
-        subscribed = set() if group.state is GroupState.EMPTY else group.subscribed_topics()
+        subscribed = set() if group.state is ClassicGroupState.EMPTY else group.subscribed_topics()
         errors = [
             ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if subscribed is None or topic in subscribed else ErrorCode.NONE
             for topic, _ in partitions
@@ -1008,12 +1016,12 @@ class GroupCoordinator:
 
     # -- admin ----------------------------------------------------------------------------------------------
 
-    def list_groups(self, states: set[str]) -> list[Group]:
+    def list_groups(self, states: set[str]) -> list[ClassicGroup]:
         """Groups led here, filtered by state name (case-insensitive, as Kafka) when `states` is not empty."""
         wanted = {s.lower() for s in states}
         return [g for g in self.groups.values() if not wanted or g.state.value.lower() in wanted]
 
-    def describe_group(self, group_id: str) -> tuple[ErrorCode, Group | None]:
+    def describe_group(self, group_id: str) -> tuple[ErrorCode, ClassicGroup | None]:
         error = self.coordinator_error(group_id)
         return error, (self.groups.get(group_id) if error is ErrorCode.NONE else None)
 
@@ -1022,9 +1030,9 @@ class GroupCoordinator:
         if error is not ErrorCode.NONE:
             return error
         group = self.groups.get(group_id)
-        if group is None or group.state is GroupState.DEAD:
+        if group is None or group.state is ClassicGroupState.DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND
-        if group.state is not GroupState.EMPTY:
+        if group.state is not ClassicGroupState.EMPTY:
             return ErrorCode.NON_EMPTY_GROUP
         try:
             await self._remove_group(group)
@@ -1032,18 +1040,18 @@ class GroupCoordinator:
             return exc.code
         return ErrorCode.NONE
 
-    async def _remove_group(self, group: Group) -> None:
+    async def _remove_group(self, group: ClassicGroup) -> None:
         """Tombstone the group and all its offsets (pending ones too), then forget it. Dead while the tombstones
         are written, so no member joins it and no offset is committed to it meanwhile; Empty again if they cannot
         be."""
         keys = list(dict.fromkeys(key for key, _ in group.all_offsets()))
         entries: list[tuple[bytes, bytes | None]] = [(records.offset_key(group.group_id, t, p), None) for t, p in keys]
         entries.append((records.group_key(group.group_id), None))
-        group.transition(GroupState.DEAD, self.now_ms())
+        group.transition(ClassicGroupState.DEAD, self.now_ms())
         try:
             await self._append(group.partition, entries)
         except KafkaError:
-            group.transition(GroupState.EMPTY, self.now_ms())
+            group.transition(ClassicGroupState.EMPTY, self.now_ms())
             raise
         group.drop_offsets(keys)
         self.groups.pop(group.group_id, None)
@@ -1060,12 +1068,12 @@ class GroupCoordinator:
         """Remove expired offsets, then groups left with neither members nor offsets; re-arms its timer."""
         deadline = self.now_ms() - self.retention_ms
         for group in list(self.groups.values()):
-            if group.state is GroupState.EMPTY:
+            if group.state is ClassicGroupState.EMPTY:
                 # A simple group (commits only) counts from each commit, a consumer group from becoming empty.
                 simple = group.protocol_type is None or group.state_timestamp < 0
                 expired = [k for k, c in group.offsets.items()
                            if (c.commit_timestamp if simple else group.state_timestamp) <= deadline]
-            elif group.state is GroupState.STABLE and (subscribed := group.subscribed_topics()) is not None:
+            elif group.state is ClassicGroupState.STABLE and (subscribed := group.subscribed_topics()) is not None:
                 expired = [k for k, c in group.offsets.items()
                            if k[0] not in subscribed and c.commit_timestamp <= deadline]
             else:
@@ -1074,7 +1082,7 @@ class GroupCoordinator:
             expired = [k for k in expired if not group.has_pending_offset(k)]
             try:
                 await self._delete_offsets(group, expired)
-                if group.state is GroupState.EMPTY and not group.has_offsets() and not group.pending_members:
+                if group.state is ClassicGroupState.EMPTY and not group.has_offsets() and not group.pending_members:
                     await self._remove_group(group)
             except KafkaError as exc:
                 log.warning("expiring offsets of group %s failed: %s", group.group_id, exc)

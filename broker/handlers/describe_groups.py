@@ -25,7 +25,7 @@ R = messages.RESPONSE
 
 @handles(messages.API, "0-5")
 def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
-    from epoch_broker.broker.groups.group import GroupState  # imported on first group use, not at start
+    from epoch_broker.broker.groups.classic_group import ClassicGroupState  # imported on first group use, not at start
 
     response = R.cls()
     for group_id in request.groups:
@@ -33,9 +33,9 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
             response.groups.append(R.DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id))
             continue
         error, group = group_coordinator(context.services).describe_group(group_id)
-        described = R.DescribedGroup(error_code=error, group_id=group_id, group_state=GroupState.DEAD.value)
+        described = R.DescribedGroup(error_code=error, group_id=group_id, group_state=ClassicGroupState.DEAD.value)
         if group is not None:
-            stable = group.state is GroupState.STABLE
+            stable = group.state is ClassicGroupState.STABLE
             described.group_state = group.state.value
             described.protocol_type = group.protocol_type or ""
             described.protocol_data = (group.protocol_name or "") if stable else ""

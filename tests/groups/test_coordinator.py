@@ -16,6 +16,7 @@ import pytest
 from epoch_broker.broker.config import BrokerConfig, ConfigError, Endpoint, build_config
 from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.groups import records
+from epoch_broker.broker.groups.classic_group import ClassicGroupState
 from epoch_broker.broker.groups.coordinator import (
     OFFSETS_TOPIC,
     GroupCoordinator,
@@ -23,7 +24,6 @@ from epoch_broker.broker.groups.coordinator import (
     java_string_hash,
     partition_for,
 )
-from epoch_broker.broker.groups.group import GroupState
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.metadata.records import PartitionRecord, RemoveTopicRecord, TopicRecord
 from epoch_broker.broker.replica.replica_manager import InternalRecord
@@ -198,7 +198,7 @@ async def test_first_generation_is_one_and_the_leader_gets_the_members(coordinat
     assert (result.error, result.generation_id, result.leader, result.protocol_name) == (
         ErrorCode.NONE, 1, member, "range")
     assert result.members == [(member, None, b"r")]
-    assert coordinator.groups["g"].state is GroupState.COMPLETING_REBALANCE
+    assert coordinator.groups["g"].state is ClassicGroupState.COMPLETING_REBALANCE
 
 
 async def test_join_completes_as_soon_as_every_known_member_rejoined(coordinator: Any) -> None:
@@ -254,7 +254,7 @@ async def test_unknown_member_and_invalid_session_timeout(coordinator: Any) -> N
 
 async def test_sync_distributes_the_leaders_assignment(coordinator: Any) -> None:
     ids, generation = await stable_group(coordinator, 3)
-    assert coordinator.groups["g"].state is GroupState.STABLE
+    assert coordinator.groups["g"].state is ClassicGroupState.STABLE
     for m in ids:
         again = await sync(coordinator, m, generation)
         assert again.assignment == m.encode() and again.protocol_name == "range"
@@ -293,7 +293,7 @@ async def test_the_last_member_leaving_empties_the_group(coordinator: Any) -> No
     (a,), generation = await stable_group(coordinator, 1)
     coordinator.leave_group("g", [(a, None)])
     group = coordinator.groups["g"]
-    assert group.state is GroupState.EMPTY and group.generation_id == generation + 1
+    assert group.state is ClassicGroupState.EMPTY and group.generation_id == generation + 1
 
 
 @pytest.mark.parametrize("broker", [{"group_min_session_timeout_ms": 100}], indirect=True)
@@ -425,7 +425,7 @@ async def test_offsets_and_groups_survive_a_restart(broker: FakeBroker, coordina
     await coordinator.stop()
     reloaded = await started(broker)
     group = reloaded.groups["g"]
-    assert (group.state, group.generation_id, list(group.members)) == (GroupState.STABLE, generation, [member])
+    assert (group.state, group.generation_id, list(group.members)) == (ClassicGroupState.STABLE, generation, [member])
     assert reloaded.heartbeat("g", member, None, generation) == ErrorCode.NONE
     assert [(o.offset, o.leader_epoch) for o in reloaded.fetch_offsets("g", [("t", [0])])[1]] == [(10, 2)]
     assert [(o.offset, o.leader_epoch) for o in reloaded.fetch_offsets("simple", None)[1]] == [(3, 1)]

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from epoch_broker.broker.groups.classic_group import ClassicGroupState
 from epoch_broker.broker.groups.coordinator import OFFSETS_TOPIC, GroupCoordinator, OffsetToCommit, partition_for
-from epoch_broker.broker.groups.group import GroupState
 from epoch_broker.broker.handlers import txn_offset_commit as handler
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.client.aio import KafkaClient
@@ -158,7 +158,7 @@ async def test_per_partition_errors_and_a_new_group_created_empty(coordinator: A
         ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.OFFSET_METADATA_TOO_LARGE]
     group = coordinator.groups["new"]
-    assert group.state is GroupState.EMPTY and list(group.pending_txn_offsets[PID]) == [("t", 0)]
+    assert group.state is ClassicGroupState.EMPTY and list(group.pending_txn_offsets[PID]) == [("t", 0)]
     assert await txn_commit(coordinator, group="") == [ErrorCode.INVALID_GROUP_ID]
 
 
@@ -181,7 +181,7 @@ async def test_a_fenced_static_member_and_a_rebalance(coordinator: Any) -> None:
     assert await txn_commit(coordinator, generation=generation, member=first.member_id, instance="i1") == [
         ErrorCode.FENCED_INSTANCE_ID]
     # CompletingRebalance: an OffsetCommit must wait for the assignment, a TxnOffsetCommit is taken, as in Kafka.
-    assert coordinator.groups["g"].state is GroupState.COMPLETING_REBALANCE
+    assert coordinator.groups["g"].state is ClassicGroupState.COMPLETING_REBALANCE
     assert await commit(coordinator, generation, replaced.member_id) == [ErrorCode.REBALANCE_IN_PROGRESS]
     assert await txn_commit(coordinator, generation=generation, member=replaced.member_id, instance="i1") == [
         ErrorCode.NONE]
@@ -254,7 +254,7 @@ async def test_offsets_still_pending_at_the_end_of_the_log_wait_for_complete_txn
                                                                                  coordinator: Any) -> None:
     await txn_commit(coordinator, 5, group="txn-only")
     reloaded = await restarted(broker, coordinator)
-    assert reloaded.groups["txn-only"].state is GroupState.EMPTY  # a group without metadata record, kept
+    assert reloaded.groups["txn-only"].state is ClassicGroupState.EMPTY  # a group without metadata record, kept
     assert committed(reloaded, require_stable=True, group="txn-only") == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
     reloaded.complete_txn(PID, partition_for("txn-only", 3), True)
     assert committed(reloaded, require_stable=True, group="txn-only") == (5, ErrorCode.NONE)

@@ -30,7 +30,7 @@ from typing import Any
 from epoch_broker.broker.groups.records import subscribed_topics
 
 
-class GroupState(StrEnum):
+class ClassicGroupState(StrEnum):
     EMPTY = "Empty"
     PREPARING_REBALANCE = "PreparingRebalance"
     COMPLETING_REBALANCE = "CompletingRebalance"
@@ -39,7 +39,7 @@ class GroupState(StrEnum):
 
 
 @dataclass(eq=False, slots=True)
-class Member:
+class ClassicGroupMember:
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -78,16 +78,16 @@ OffsetKey = tuple[str, int]  # (topic, partition)
 
 
 @dataclass(eq=False)
-class Group:
+class ClassicGroup:
     group_id: str
     partition: int  # of __consumer_offsets
-    state: GroupState = GroupState.EMPTY
+    state: ClassicGroupState = ClassicGroupState.EMPTY
     state_timestamp: int = -1  # ms when the state last changed (offset expiry counts from it)
     generation_id: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
     leader_id: str | None = None
-    members: dict[str, Member] = field(default_factory=dict)
+    members: dict[str, ClassicGroupMember] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id
     # Members told MEMBER_ID_REQUIRED (JoinGroup v4+), with the timer that forgets them.
     pending_members: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
@@ -100,13 +100,13 @@ class Group:
     initial_delay_remaining_ms: int | None = None
     new_member_joined: bool = False
 
-    def transition(self, state: GroupState, now_ms: int) -> None:
+    def transition(self, state: ClassicGroupState, now_ms: int) -> None:
         self.state = state
         self.state_timestamp = now_ms
 
     # -- membership ---------------------------------------------------------------------------------------
 
-    def add(self, member: Member) -> None:
+    def add(self, member: ClassicGroupMember) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type  # kept when the group empties, as Kafka does
         if self.leader_id is None:
@@ -116,7 +116,7 @@ class Group:
             self.static_members[member.group_instance_id] = member.member_id
         self.new_member_joined = True
 
-    def remove(self, member_id: str) -> Member | None:
+    def remove(self, member_id: str) -> ClassicGroupMember | None:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
@@ -126,7 +126,7 @@ class Group:
             self.leader_id = next(iter(self.members), None)
         return member
 
-    def replace_static(self, old: Member, new_member_id: str) -> Member:
+    def replace_static(self, old: ClassicGroupMember, new_member_id: str) -> ClassicGroupMember:
         """A static member rejoined with an unknown member id: it takes over the old member's place."""
         del self.members[old.member_id]
         old.member_id = new_member_id
