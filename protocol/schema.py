@@ -14,6 +14,8 @@ Rules:
 - UUIDs are 16 raw bytes. `records` decode to a memoryview into the frame (never copied) and encode from
   any bytes-like object, or from any sized non-buffer object that is passed through untouched as one part of
   `encode_parts` (the broker uses that for sendfile).
+- A nullable struct field (Kafka's nullable struct) is None or an instance; on the wire an int8 marker, -1 null
+  or 1 followed by the struct.
 - Flexible versions end every struct with a tagged-field section. Known tags are decoded; unknown tags are
   kept (raw) on the object and written back on re-encode. A tagged field equal to its default is not written.
 - Every malformed input raises `DecodeError`; asking for a version the message does not declare raises
@@ -231,7 +233,7 @@ def _field_construct(field: Field, version: int, flexible: bool, types: dict[str
     if field.is_array:
         return ArrayType(element, compact=compact, nullable=nullable)
     if nullable:
-        raise NotImplementedError(f"nullable struct field {field.name} is not supported")
+        return NullableStructType(element)
     return element
 
 
@@ -299,6 +301,46 @@ class ArrayType(KafkaConstruct):
                     {on_null}
                 {length}(out, len(value))
                 {items}
+        """)
+        return name
+
+
+class NullableStructType(KafkaConstruct):
+    """A nullable struct field: an int8 marker, -1 for null, 1 followed by the struct (also inside a tagged
+    field, where Kafka writes the same byte as an unsigned varint 1)."""
+
+    def __init__(self, element: KafkaConstruct) -> None:
+        super().__init__()
+        self.element = element
+        self.uid = next(_ids)
+
+    def reader_name(self, code: Any) -> str:
+        name = f"read_nullable_struct_{self.uid}"
+        if name in code.parsercache:
+            return name
+        code.parsercache[name] = name
+        element = self.element.reader_name(code)
+        code.append(f"""
+            def {name}(buf, pos):
+                if buf[pos] & 0x80:  # a negative marker, as Kafka reads it
+                    return None, pos + 1
+                return {element}(buf, pos + 1)
+        """)
+        return name
+
+    def writer_name(self, code: Any) -> str:
+        name = f"write_nullable_struct_{self.uid}"
+        if name in code.buildercache:
+            return name
+        code.buildercache[name] = name
+        element = self.element.writer_name(code)
+        code.append(f"""
+            def {name}(out, value):
+                if value is None:
+                    out.append(b'\\xff')
+                    return
+                out.append(b'\\x01')
+                {element}(out, value)
         """)
         return name
 

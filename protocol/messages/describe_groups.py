@@ -2,7 +2,10 @@
 
 State, protocol and members of groups (admin tools).
 
-Clients: not sent in the measured produce, consume and group flows.
+Clients: confluent-kafka AdminClient describe_consumer_groups v5 (after ConsumerGroupDescribe answered
+GROUP_ID_NOT_FOUND; measured with v0-6 advertised: librdkafka 2.16's own max is 5).
+Narrowed: v6 (Kafka 4.0, KIP-1043: GROUP_ID_NOT_FOUND with an error message for an unknown group) is not
+declared: no client we test sends it.
 """
 
 from epoch_broker.protocol.schema import Api, Field, Message

@@ -23,13 +23,16 @@ from epoch_broker.protocol.messages import (
     fetch,
     find_coordinator,
     init_producer_id,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
     offset_for_leader_epoch,
 )
 from epoch_broker.protocol.records import build_batch, iter_batches, iter_records
 
 from tests.broker.conftest import batch, create_topic, produce_to
+from tests.helpers import wait_for
 
 INT32_MIN = -(2**31)
 
@@ -306,3 +309,44 @@ async def test_a_topic_asked_by_id_alone_before_v12_is_an_invalid_request(client
     for version in (10, 11):
         response = await client.request(metadata.API, version, request)
         assert (response.topics[0].error_code, response.topics[0].name) == (ErrorCode.INVALID_REQUEST, "")
+
+
+async def test_a_topic_asked_by_id_alone_at_v12_is_answered_with_its_name_and_an_unknown_id_unknown_topic_id(
+        client: KafkaClient) -> None:
+    """librdkafka's KIP-848 consumer learns its assignment as topic ids and asks Metadata v12 for them by id."""
+    created = await create_topic(client, "orders", partitions=3)
+    unknown = b"\7" * 16
+    request = metadata.REQUEST.cls(topics=[metadata.REQUEST.MetadataRequestTopic(name=None, topic_id=topic_id)
+                                           for topic_id in (created.topic_id, unknown)])
+    response = await client.request(metadata.API, 12, request)
+    known, missing = response.topics
+    assert (known.error_code, known.name, known.topic_id) == (ErrorCode.NONE, "orders", created.topic_id)
+    assert [p.partition_index for p in known.partitions] == [0, 1, 2]
+    assert (missing.error_code, missing.name, missing.topic_id) == (ErrorCode.UNKNOWN_TOPIC_ID, None, unknown)
+    assert missing.partitions == []
+
+
+async def test_list_groups_v5_filters_by_type_case_insensitively_and_answers_each_group_type(
+        client: KafkaClient) -> None:
+    await create_topic(client, "audit")
+    commit = offset_commit.REQUEST.cls(group_id="auditors", topics=[offset_commit.REQUEST.OffsetCommitRequestTopic(
+        name="audit", partitions=[offset_commit.REQUEST.OffsetCommitRequestPartition(partition_index=0,
+                                                                                     committed_offset=5)])])
+
+    async def committed() -> bool:  # the first commit may find __consumer_offsets still loading
+        answer = await client.request(offset_commit.API, 9, commit)
+        return answer.topics[0].partitions[0].error_code == ErrorCode.NONE
+
+    await wait_for(committed, what="a simple group's first commit")
+
+    async def listed(types: list[str], version: int = 5) -> list[tuple[str, str, str]]:
+        request = list_groups.REQUEST.cls(types_filter=types)
+        response = await client.request(list_groups.API, version, request)
+        assert response.error_code == ErrorCode.NONE
+        return [(g.group_id, g.group_state, g.group_type) for g in response.groups]
+
+    assert await listed([]) == [("auditors", "Empty", "classic")]
+    assert await listed(["Classic", "consumer"]) == [("auditors", "Empty", "classic")]
+    assert await listed(["consumer"]) == []
+    assert await listed(["share"]) == []  # a type this broker does not know matches nothing, as in Kafka
+    assert await listed([], version=4) == [("auditors", "Empty", "")]  # no type before v5

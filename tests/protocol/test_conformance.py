@@ -31,14 +31,15 @@ pytestmark = pytest.mark.skipif(not SPEC_DIR.is_dir(), reason=f"Kafka protocol r
 
 # APIs declared from apache/kafka's JSON but absent from the reference folder (see each module's docstring).
 # The transaction APIs (24-28, 61, 65, 66) and DescribeLogDirs (35) are checked against apache/kafka's JSON in
-# test_txn_messages.py instead.
+# test_txn_messages.py instead, the KIP-848 APIs (68, 69) in test_kip848_messages.py.
 NO_REFERENCE = {24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 27: "WriteTxnMarkers",
                 28: "TxnOffsetCommit", 29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls", 33: "AlterConfigs",
                 35: "DescribeLogDirs", 42: "DeleteGroups", 43: "ElectLeaders", 44: "IncrementalAlterConfigs",
                 45: "AlterPartitionReassignments", 46: "ListPartitionReassignments", 47: "OffsetDelete",
                 50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials", 56: "AlterPartition",
                 61: "DescribeProducers", 64: "UnregisterBroker", 65: "DescribeTransactions",
-                66: "ListTransactions", 67: "AllocateProducerIds"}
+                66: "ListTransactions", 67: "AllocateProducerIds", 68: "ConsumerGroupHeartbeat",
+                69: "ConsumerGroupDescribe"}
 
 # Deliberate additions to Kafka's schemas: (message name, dotted field path) -> why.
 EXTENSIONS = {
@@ -87,7 +88,7 @@ def json_default(kafka_type: str, spec: dict[str, Any]) -> Any:
     if kafka_type.startswith("[]"):
         return None if spec.get("default") == "null" else []
     if kafka_type not in KAFKA_TYPE_DEFAULTS:
-        return "struct"
+        return None if spec.get("default") == "null" else "struct"  # a nullable struct defaults to null
     if "default" not in spec:
         return KAFKA_TYPE_DEFAULTS[kafka_type]
     value = spec["default"]
