@@ -115,7 +115,7 @@ def _owns_any(owned: Assignment | None, partitions: Assignment) -> bool:
 
 def reconcile(current: MemberAssignment, target_epoch: int, target: Assignment, owned: Assignment | None,
               partition_owner_epoch: Callable[[bytes, int], int]) -> MemberAssignment:
-    """The member's next assignment, or `current` itself when it cannot move forward (see the module docstring).
+    """The member's next assignment, or `current` itself (the same object) when nothing changes.
 
     Raises KafkaError(FENCED_MEMBER_EPOCH) for a member in the UNKNOWN state that did not report owning nothing.
     """
@@ -161,13 +161,15 @@ def _next_assignment(current: MemberAssignment, member_epoch: int, target_epoch:
 
     if to_revoke and _owns_any(owned, to_revoke):
         # The member keeps its epoch until it confirms the revocation: it has not reached the target yet.
-        return MemberAssignment(MemberState.UNREVOKED_PARTITIONS, member_epoch, current.member_epoch,
-                                assigned, to_revoke)
+        revoking = MemberAssignment(MemberState.UNREVOKED_PARTITIONS, member_epoch, current.member_epoch,
+                                    assigned, to_revoke)
+        return current if revoking == current else revoking
     # Partitions to revoke that the member reported not owning are simply dropped.
     for topic_id, partitions in to_assign.items():
         assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions
     state = MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE
-    return MemberAssignment(state, target_epoch, current.member_epoch, normalised(assigned), {})
+    result = MemberAssignment(state, target_epoch, current.member_epoch, normalised(assigned), {})
+    return current if result == current else result  # nothing moved: the caller can tell by identity
 
 
 class IllegalStateError(RuntimeError):
