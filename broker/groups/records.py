@@ -1,7 +1,8 @@
 """The records of `__consumer_offsets`, in Kafka's own formats, so the topic reads like Apache Kafka's.
 
 Every record key and value starts with an int16 version, then the struct of that version (Kafka's
-OffsetCommitKey/Value and GroupMetadataKey/Value JSON, declared below with the protocol DSL):
+OffsetCommitKey/Value, GroupMetadataKey/Value and ConsumerGroup*Key/Value JSON, declared below with the protocol
+DSL). The key's version names the record type:
 
     key v0-1  OffsetCommitKey     group string, topic string, partition int32
     key v2    GroupMetadataKey    group string
@@ -12,10 +13,35 @@ OffsetCommitKey/Value and GroupMetadataKey/Value JSON, declared below with the p
                                   members[]: member_id, group_instance_id? (v3+), client_id, client_host,
                                   rebalance_timeout (v1+), session_timeout, subscription, assignment
 
+  Consumer groups (KIP-848); keys: group_id string (+ member_id string for the per-member ones), not flexible;
+  values: version 0, flexible (compact encodings, a tagged-field section closing every struct):
+
+    key v3  ConsumerGroupMetadataKey                  value: epoch int32 (the group epoch)
+    key v4  ConsumerGroupPartitionMetadataKey         value: topics[]: topic_id uuid, topic_name, num_partitions
+                                                             int32, partition_metadata[]: partition, racks[]
+                                                             (deprecated in Kafka 4.0: written empty)
+    key v5  ConsumerGroupMemberMetadataKey            value: instance_id?, rack_id?, client_id, client_host,
+                                                             subscribed_topic_names[], subscribed_topic_regex?,
+                                                             rebalance_timeout_ms int32, server_assignor?,
+                                                             tag 0: classic_member_metadata? (session_timeout_ms,
+                                                             supported_protocols[]: name, metadata bytes)
+    key v6  ConsumerGroupTargetAssignmentMetadataKey  value: assignment_epoch int32
+    key v7  ConsumerGroupTargetAssignmentMemberKey    value: topic_partitions[]: topic_id uuid, partitions[]
+    key v8  ConsumerGroupCurrentMemberAssignmentKey   value: member_epoch, previous_member_epoch int32, state
+                                                             int8 (Kafka's MemberState ids: 0 stable, 1
+                                                             unrevoked_partitions, 2 unreleased_partitions, 127
+                                                             unknown), assigned_partitions[] and
+                                                             partitions_pending_revocation[]: topic_id, partitions[]
+
 Rules:
 - We write offset keys v1, offset values v3 (with the committed leader epoch, KIP-320), group keys v2 and
   group values v3; we read every version up to those (v4, flexible, is Kafka 3.x+ and not written here).
-- A null value is a tombstone: the offset or the group is deleted, and compaction may drop the key.
+- Consumer-group records are written and read at key v3-v8, value v0, as Kafka 4.0 writes them; unknown tagged
+  fields of a value are kept on the decoded object and written back. `decode_key` returns one frozen key class per
+  record type, each with `group` (and `member_id` where Kafka's key has one); `encode_key`/`encode_value`/
+  `decode_value` handle the six consumer-group types uniformly, the value class chosen by the key's type.
+- A null value is a tombstone: the offset, the group or the consumer-group record is deleted, and compaction may
+  drop the key. `encode_value` and `decode_value` pass None through.
 - Sans-IO: bytes in, values out.
 """
 
@@ -103,6 +129,180 @@ class GroupKey:
     group: str
 
 
+# -- consumer groups (KIP-848) -----------------------------------------------------------------------------
+
+CONSUMER_GROUP_METADATA_VALUE = Message(
+    "ConsumerGroupMetadataValue", kind="data", versions="0", flexible="0+",
+    fields=[Field("epoch", "int32", "0+")],
+)
+
+CONSUMER_GROUP_PARTITION_METADATA_VALUE = Message(
+    "ConsumerGroupPartitionMetadataValue", kind="data", versions="0", flexible="0+",
+    fields=[
+        Field("topics", "[]TopicMetadata", "0+", fields=[
+            Field("topic_id", "uuid", "0+"),
+            Field("topic_name", "string", "0+"),
+            Field("num_partitions", "int32", "0+"),
+            Field("partition_metadata", "[]PartitionMetadata", "0+", fields=[
+                Field("partition", "int32", "0+"),
+                Field("racks", "[]string", "0+"),
+            ]),
+        ]),
+    ],
+)
+
+CONSUMER_GROUP_MEMBER_METADATA_VALUE = Message(
+    "ConsumerGroupMemberMetadataValue", kind="data", versions="0", flexible="0+",
+    fields=[
+        Field("instance_id", "string", "0+", nullable="0+"),
+        Field("rack_id", "string", "0+", nullable="0+"),
+        Field("client_id", "string", "0+"),
+        Field("client_host", "string", "0+"),
+        Field("subscribed_topic_names", "[]string", "0+"),
+        Field("subscribed_topic_regex", "string", "0+", nullable="0+"),
+        Field("rebalance_timeout_ms", "int32", "0+", default=-1),
+        Field("server_assignor", "string", "0+", nullable="0+"),
+        # a classic member of a consumer group (Kafka's online migration); null for a consumer-protocol member
+        Field("classic_member_metadata", "ClassicMemberMetadata", "0+", nullable="0+", default=None, tag=0,
+              tagged="0+", fields=[
+                  Field("session_timeout_ms", "int32", "0+"),
+                  Field("supported_protocols", "[]ClassicProtocol", "0+", fields=[
+                      Field("name", "string", "0+"),
+                      Field("metadata", "bytes", "0+"),
+                  ]),
+              ]),
+    ],
+)
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
+    "ConsumerGroupTargetAssignmentMetadataValue", kind="data", versions="0", flexible="0+",
+    fields=[Field("assignment_epoch", "int32", "0+")],
+)
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message(
+    "ConsumerGroupTargetAssignmentMemberValue", kind="data", versions="0", flexible="0+",
+    fields=[
+        Field("topic_partitions", "[]TopicPartition", "0+", fields=[
+            Field("topic_id", "uuid", "0+"),
+            Field("partitions", "[]int32", "0+"),
+        ]),
+    ],
+)
+
+_TOPIC_PARTITIONS = [Field("topic_id", "uuid", "0+"), Field("partitions", "[]int32", "0+")]
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
+    "ConsumerGroupCurrentMemberAssignmentValue", kind="data", versions="0", flexible="0+",
+    fields=[
+        Field("member_epoch", "int32", "0+"),
+        Field("previous_member_epoch", "int32", "0+"),
+        Field("state", "int8", "0+"),
+        Field("assigned_partitions", "[]TopicPartitions", "0+", fields=_TOPIC_PARTITIONS),
+        Field("partitions_pending_revocation", "[]TopicPartitions", "0+", fields=_TOPIC_PARTITIONS),
+    ],
+)
+CONSUMER_GROUP_VALUE_VERSION = 0
+
+
+def _group_key(name: str, version: int) -> Message:
+    return Message(name, kind="data", versions=str(version), flexible="none",
+                   fields=[Field("group_id", "string", str(version))])
+
+
+def _member_key(name: str, version: int) -> Message:
+    return Message(name, kind="data", versions=str(version), flexible="none",
+                   fields=[Field("group_id", "string", str(version)), Field("member_id", "string", str(version))])
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupPartitionMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentKey:
+    group: str
+    member_id: str
+
+
+ConsumerGroupKey = (ConsumerGroupMetadataKey | ConsumerGroupPartitionMetadataKey | ConsumerGroupMemberMetadataKey
+                    | ConsumerGroupTargetAssignmentMetadataKey | ConsumerGroupTargetAssignmentMemberKey
+                    | ConsumerGroupCurrentMemberAssignmentKey)
+_MEMBER_KEYS = (ConsumerGroupMemberMetadataKey, ConsumerGroupTargetAssignmentMemberKey,
+                ConsumerGroupCurrentMemberAssignmentKey)
+
+# key class -> (key version, key message, value message)
+_CONSUMER_GROUP_FORMATS: dict[type, tuple[int, Message, Message]] = {
+    ConsumerGroupMetadataKey: (3, _group_key("ConsumerGroupMetadataKey", 3), CONSUMER_GROUP_METADATA_VALUE),
+    ConsumerGroupPartitionMetadataKey: (
+        4, _group_key("ConsumerGroupPartitionMetadataKey", 4), CONSUMER_GROUP_PARTITION_METADATA_VALUE),
+    ConsumerGroupMemberMetadataKey: (
+        5, _member_key("ConsumerGroupMemberMetadataKey", 5), CONSUMER_GROUP_MEMBER_METADATA_VALUE),
+    ConsumerGroupTargetAssignmentMetadataKey: (
+        6, _group_key("ConsumerGroupTargetAssignmentMetadataKey", 6), CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    ConsumerGroupTargetAssignmentMemberKey: (
+        7, _member_key("ConsumerGroupTargetAssignmentMemberKey", 7), CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    ConsumerGroupCurrentMemberAssignmentKey: (
+        8, _member_key("ConsumerGroupCurrentMemberAssignmentKey", 8), CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+}
+_CONSUMER_GROUP_KEY_VERSIONS: dict[int, type[Any]] = {
+    version: kind for kind, (version, _, _) in _CONSUMER_GROUP_FORMATS.items()}
+
+
+def value_message(key: ConsumerGroupKey) -> Message:
+    """The value format of a consumer-group record: build values with its `.cls` (and nested struct classes,
+    e.g. `value_message(key).TopicPartitions`)."""
+    return _CONSUMER_GROUP_FORMATS[type(key)][2]
+
+
+def encode_key(key: ConsumerGroupKey) -> bytes:
+    version, message, _ = _CONSUMER_GROUP_FORMATS[type(key)]
+    fields = {"group_id": key.group}
+    if isinstance(key, _MEMBER_KEYS):
+        fields["member_id"] = key.member_id
+    return _versioned(message, message.cls(**fields), version)
+
+
+def encode_value(key: ConsumerGroupKey, value: Any | None) -> bytes | None:
+    """The value of the record type `key` names (None, a tombstone, stays None)."""
+    if value is None:
+        return None
+    message = value_message(key)
+    if type(value) is not message.cls:
+        raise TypeError(f"{type(key).__name__} takes a {message.name}, not {type(value).__name__}")
+    return _versioned(message, value, CONSUMER_GROUP_VALUE_VERSION)
+
+
+def decode_value(key: ConsumerGroupKey, buf: bytes | None) -> Any | None:
+    """The value of a consumer-group record, as an instance of `value_message(key).cls`; None for a tombstone."""
+    if buf is None:
+        return None
+    message = value_message(key)
+    (version,) = _VERSION.unpack_from(buf)
+    return message.decode_from(buf, version, _VERSION.size)[0]
+
+
 def _versioned(message: Message, obj: Any, version: int) -> bytes:
     return _VERSION.pack(version) + message.encode(obj, version)
 
@@ -128,13 +328,17 @@ def group_value(value: Any) -> bytes:
     return _versioned(GROUP_METADATA_VALUE, value, GROUP_METADATA_VALUE_VERSION)
 
 
-def decode_key(buf: bytes) -> OffsetKey | GroupKey:
+def decode_key(buf: bytes) -> OffsetKey | GroupKey | ConsumerGroupKey:
     (version,) = _VERSION.unpack_from(buf)
     if version in (0, 1):
         key = OFFSET_COMMIT_KEY.decode_from(buf, version, _VERSION.size)[0]
         return OffsetKey(key.group, key.topic, key.partition)
     if version == GROUP_METADATA_KEY_VERSION:
         return GroupKey(GROUP_METADATA_KEY.decode_from(buf, version, _VERSION.size)[0].group)
+    kind = _CONSUMER_GROUP_KEY_VERSIONS.get(version)
+    if kind is not None:
+        key = _CONSUMER_GROUP_FORMATS[kind][1].decode_from(buf, version, _VERSION.size)[0]
+        return kind(key.group_id, key.member_id) if issubclass(kind, _MEMBER_KEYS) else kind(key.group_id)
     raise DecodeError(f"unknown __consumer_offsets key version {version}")
 
 

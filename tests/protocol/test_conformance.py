@@ -88,7 +88,8 @@ def json_default(kafka_type: str, spec: dict[str, Any]) -> Any:
     if kafka_type.startswith("[]"):
         return None if spec.get("default") == "null" else []
     if kafka_type not in KAFKA_TYPE_DEFAULTS:
-        return None if spec.get("default") == "null" else "struct"  # a nullable struct defaults to null
+        # a nullable struct defaults to null (written "null", or a JSON null in group-coordinator's records)
+        return None if "default" in spec and spec["default"] in ("null", None) else "struct"
     if "default" not in spec:
         return KAFKA_TYPE_DEFAULTS[kafka_type]
     value = spec["default"]
