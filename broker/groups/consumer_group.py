@@ -28,7 +28,9 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
+from epoch_broker.broker.groups import records
 from epoch_broker.broker.groups.current_assignment_builder import MemberAssignment, MemberState, PartitionEpochs
 from epoch_broker.protocol.errors import ErrorCode
 
@@ -288,3 +290,88 @@ class ConsumerGroup:
         new = assignment if assignment is not None else NEW_MEMBER_ASSIGNMENT
         self.partition_epochs.update(member.assignment, new)  # raises rather than let two members hold one
         member.assignment = new
+
+
+# -- to and from `__consumer_offsets` (the formats: records.py) -------------------------------------------------
+
+def _topic_partitions(cls: Any, assignment: Assignment) -> list[Any]:
+    return [cls(topic_id=topic_id, partitions=sorted(partitions))
+            for topic_id, partitions in sorted(assignment.items()) if partitions]
+
+
+def _assignment(topic_partitions: list[Any]) -> dict[bytes, frozenset[int]]:
+    return {bytes(tp.topic_id): frozenset(tp.partitions) for tp in topic_partitions if tp.partitions}
+
+
+def encode_record(record: ConsumerGroupRecord) -> tuple[bytes, bytes | None]:
+    """The (key, value) entry of a record; value None is a tombstone."""
+    key: records.ConsumerGroupKey
+    value: Any = None
+    match record:
+        case GroupEpochRecord(group_id=group_id, epoch=epoch):
+            key = records.ConsumerGroupMetadataKey(group_id)
+            if epoch is not None:
+                value = records.CONSUMER_GROUP_METADATA_VALUE.cls(epoch=epoch)
+        case SubscriptionMetadataRecord(group_id=group_id, topics=topics):
+            key = records.ConsumerGroupPartitionMetadataKey(group_id)
+            if topics is not None:
+                message = records.CONSUMER_GROUP_PARTITION_METADATA_VALUE
+                value = message.cls(topics=[
+                    message.TopicMetadata(topic_id=t.topic_id, topic_name=t.name, num_partitions=t.partitions,
+                                          partition_metadata=[]) for t in topics.values()])
+        case MemberMetadataRecord(group_id=group_id, member_id=member_id, subscription=s):
+            key = records.ConsumerGroupMemberMetadataKey(group_id, member_id)
+            if s is not None:
+                value = records.CONSUMER_GROUP_MEMBER_METADATA_VALUE.cls(
+                    instance_id=s.instance_id, rack_id=s.rack_id, client_id=s.client_id, client_host=s.client_host,
+                    subscribed_topic_names=list(s.subscribed_topic_names),
+                    subscribed_topic_regex=s.subscribed_topic_regex, rebalance_timeout_ms=s.rebalance_timeout_ms,
+                    server_assignor=s.server_assignor)
+        case TargetAssignmentEpochRecord(group_id=group_id, epoch=epoch):
+            key = records.ConsumerGroupTargetAssignmentMetadataKey(group_id)
+            if epoch is not None:
+                value = records.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE.cls(assignment_epoch=epoch)
+        case TargetAssignmentMemberRecord(group_id=group_id, member_id=member_id, partitions=partitions):
+            key = records.ConsumerGroupTargetAssignmentMemberKey(group_id, member_id)
+            if partitions is not None:
+                message = records.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE
+                value = message.cls(topic_partitions=_topic_partitions(message.TopicPartition, partitions))
+        case CurrentAssignmentRecord(group_id=group_id, member_id=member_id, assignment=a):
+            key = records.ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id)
+            if a is not None:
+                message = records.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE
+                value = message.cls(
+                    member_epoch=a.member_epoch, previous_member_epoch=a.previous_member_epoch,
+                    state=a.state.value_id,
+                    assigned_partitions=_topic_partitions(message.TopicPartitions, a.assigned),
+                    partitions_pending_revocation=_topic_partitions(message.TopicPartitions, a.pending_revocation))
+    return records.encode_key(key), records.encode_value(key, value)
+
+
+def decode_record(key: records.ConsumerGroupKey, buf: bytes | None) -> ConsumerGroupRecord:
+    """The record of a loaded (key, value) entry (raises DecodeError on a malformed value)."""
+    value = records.decode_value(key, buf)
+    match key:
+        case records.ConsumerGroupMetadataKey(group=group_id):
+            return GroupEpochRecord(group_id, None if value is None else value.epoch)
+        case records.ConsumerGroupPartitionMetadataKey(group=group_id):
+            return SubscriptionMetadataRecord(group_id, None if value is None else {
+                t.topic_name: TopicMetadata(bytes(t.topic_id), t.topic_name, t.num_partitions) for t in value.topics})
+        case records.ConsumerGroupMemberMetadataKey(group=group_id, member_id=member_id):
+            return MemberMetadataRecord(group_id, member_id, None if value is None else MemberSubscription(
+                instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
+                client_host=value.client_host, rebalance_timeout_ms=value.rebalance_timeout_ms,
+                subscribed_topic_names=tuple(value.subscribed_topic_names),
+                subscribed_topic_regex=value.subscribed_topic_regex, server_assignor=value.server_assignor))
+        case records.ConsumerGroupTargetAssignmentMetadataKey(group=group_id):
+            return TargetAssignmentEpochRecord(group_id, None if value is None else value.assignment_epoch)
+        case records.ConsumerGroupTargetAssignmentMemberKey(group=group_id, member_id=member_id):
+            return TargetAssignmentMemberRecord(
+                group_id, member_id, None if value is None else _assignment(value.topic_partitions))
+        case records.ConsumerGroupCurrentMemberAssignmentKey(group=group_id, member_id=member_id):
+            return CurrentAssignmentRecord(group_id, member_id, None if value is None else MemberAssignment(
+                state=MemberState.from_value_id(value.state), member_epoch=value.member_epoch,
+                previous_member_epoch=value.previous_member_epoch,
+                assigned=_assignment(value.assigned_partitions),
+                pending_revocation=_assignment(value.partitions_pending_revocation)))
+    raise TypeError(f"not a consumer-group key: {key!r}")
