@@ -17,8 +17,8 @@
 - The controller's commands go to the active controller: the first running one that does not answer
   NOT_CONTROLLER (`active_controller`).
 
-The request helpers (`elect`, `reassign`, `reassignments`, `remove_broker`, `alter_faults`, `fetch_metadata`)
-are what the cluster tests use too.
+The request helpers (`elect`, `reassign`, `reassignments`, `remove_broker`, `alter_faults`, `fetch_metadata`,
+`transaction_coordinator`, `group_coordinator`) are what the cluster tests and the drills' nemesis use too.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ REQUEST_TIMEOUT_S = 5.0  # a paused (SIGSTOP) process accepts connections but ne
 BROKER_RESOURCE = 4
 SET, DELETE = 0, 1
 CLEAN, UNCLEAN = 0, 1
-TRANSACTION_KEY = 1  # FindCoordinator's key type of a transactional id
+GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator's key types: a group id, a transactional id
 DEFAULT_CLUSTER_DIR = "cluster-data"
 
 
@@ -185,7 +185,18 @@ async def transaction_coordinator(addresses: list[str], transactional_id: str,
                                   timeout_s: float = REQUEST_TIMEOUT_S) -> int:
     """The node coordinating `transactional_id` (FindCoordinator, key type 1), as the first broker that answers
     knows it; AdminError if none answers or none is known."""
-    request = find_coordinator.REQUEST.cls(key_type=TRANSACTION_KEY, coordinator_keys=[transactional_id])
+    return await _coordinator(addresses, TRANSACTION_KEY, transactional_id, "transactional id", timeout_s)
+
+
+async def group_coordinator(addresses: list[str], group_id: str, timeout_s: float = REQUEST_TIMEOUT_S) -> int:
+    """The node coordinating consumer group `group_id` (FindCoordinator, key type 0: the leader of the group's
+    `__consumer_offsets` partition), as the first broker that answers knows it; AdminError if none answers or
+    none is known."""
+    return await _coordinator(addresses, GROUP_KEY, group_id, "group", timeout_s)
+
+
+async def _coordinator(addresses: list[str], key_type: int, key: str, what: str, timeout_s: float) -> int:
+    request = find_coordinator.REQUEST.cls(key_type=key_type, coordinator_keys=[key])
     problems = []
     for address in addresses:
         try:
@@ -198,7 +209,7 @@ async def transaction_coordinator(addresses: list[str], transactional_id: str,
         if answer.error_code == ErrorCode.NONE:
             return answer.node_id
         problems.append(f"{address}: {_error(answer.error_code, answer.error_message)}")
-    raise AdminError(f"no coordinator known for transactional id {transactional_id!r}: " + "; ".join(problems))
+    raise AdminError(f"no coordinator known for {what} {key!r}: " + "; ".join(problems))
 
 
 async def fetch_metadata(addresses: list[str], timeout_s: float = REQUEST_TIMEOUT_S) -> ClusterMetadata:

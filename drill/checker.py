@@ -4,7 +4,7 @@ The invariants, each counted and shown with at most 10 examples:
 - `lost`: an acknowledged record that the final reader did not read back in its partition.
 - `duplicated`: a value the final reader read at two offsets, or in a partition it was not sent to as well.
 - `inconsistent_offsets`: one offset of a partition with two values among all reads and acknowledged offsets.
-- `non_monotonic`: a producer's acknowledged offsets, in send order, or a consumer's read offsets going back.
+- `non_monotonic`: a producer's acknowledged offsets, in send order, going back.
 - `unseen` (never fails): sends without any outcome that the final log does not hold either.
 - `epoch_regression`: a broker's Metadata answers going back in leader epoch (KIP-232).
 - `latest_regression`: ListOffsets LATEST answers going back, whichever broker led (KIP-207).
@@ -16,6 +16,11 @@ The invariants, each counted and shown with at most 10 examples:
 - `aborted_read`: a record of an aborted transaction read by a read_committed consumer (KIP-98).
 - `partial_transaction`: a transaction of which the final log (a read_committed reader) holds some records but
   not all: whatever its outcome, a transaction is atomic.
+- `poll_skip` (Jepsen's poll-skip): a consumer's successive reads of a partition within one assignment skip an
+  offset the final log holds.
+- `nonmonotonic_poll` (Jepsen's nonmonotonic-poll): a consumer's successive reads of a partition within one
+  assignment go back (or repeat an offset).
+- `owned_twice`: a partition held by two live members of one consumer group at the same time.
 
 Rules:
 - The final reader's read-back after healing is the final log: what it holds is what the cluster kept.
@@ -29,6 +34,38 @@ Rules:
 - Counts are of anomalies (one per record, per offset, per step back); example times are seconds after the
   first event of the history, whose wall-clock time the report prints.
 - It reads nothing but the history, so histories from anyone's clients are checked the same way.
+
+Consumers and their assignments (the `member`, `assigned` and `revoked` events of drill/history.py):
+- An assignment of a partition to a consumer lasts from the `assigned` event naming it to the `revoked` event
+  naming it (on_revoke or on_lost) or the member's `end`; a consumer that records no assignment (partitions
+  assigned by hand, as the live consumer's) has one assignment per partition, from its first read. A truncation
+  it reported is a seek: its next read of that partition is due at the truncation's offset (KIP-320's consumer
+  resumes there), and is judged from there.
+- poll_skip and nonmonotonic_poll compare successive reads within one assignment only: a new owner starts from
+  the group's committed offset, which may be behind what it (or another) read before, and that is no anomaly.
+  "Exists in the log" is the final log's: offsets the final reader read (a read_committed consumer is not
+  expected at offsets of transactions that did not commit, nor at markers, which no reader sees).
+- owned_twice: a member holds a partition from its `assigned` to its `revoked` or its `end` (after which it is
+  not live: a closed, killed or fenced member holds nothing); two members of one group (the `group` of their
+  `member` start) must never hold one partition at the same time. The times are those at which the callbacks
+  ran in each client, so a held interval is what the application believed: the rule is about what each
+  consumer was told, not when the coordinator decided. It holds for every protocol a drill runs:
+  - classic eager (librdkafka's range, roundrobin): every member revokes everything in its on_revoke before it
+    sends JoinGroup, and the coordinator answers the joins (then SyncGroup gives the assignments) only once every
+    member has joined or been removed, so a new owner's on_assign follows the old owner's on_revoke;
+  - classic cooperative (cooperative-sticky): the leader's assignor leaves out of a generation any partition
+    that another member still owns; the owner revokes it (on_revoke) then rejoins, and only the following
+    rebalance gives it away;
+  - consumer (KIP-848): the coordinator gives a partition to a new member only once its previous owner's
+    heartbeat no longer lists it, which that client sends after its on_revoke;
+  - in all three, a member that the coordinator removes while its client still believes it holds partitions (a
+    session that expired while it was cut off, a rebalance it did not answer in time) is a zombie until its
+    client notices (on_lost): the protocols fence its commits, not its fetches. Clients notice first as long as
+    their session timer runs ahead of the coordinator's (librdkafka's session check declares the assignment lost
+    when the coordinator has not answered within the session timeout, and a coordinator that fails over starts
+    its members' sessions afresh when it loads the group), which is the case in the drills: their faults never
+    cut a live member off its coordinator for good. A report of owned_twice is therefore a finding, whichever
+    protocol: the examples name both members and the times.
 """
 
 from __future__ import annotations
@@ -192,10 +229,12 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
     history = _History.build(events, final_reader)
     lost, forgiven, acks1_lost = _lost(history, allow_acks1_loss)
     undetected, detected = _undetected_truncation(history)
+    poll_skip, nonmonotonic_poll = _polls(history)
     invariants = [lost, _duplicated(history), _inconsistent_offsets(history, forgiven),
                   _non_monotonic(history, forgiven), _unseen(history), _epoch_regression(history),
                   _latest_regression(history, allow_unclean), undetected, _replicas_consistent(history),
-                  _epoch_fenced_produce(history), _aborted_read(history), _partial_transaction(history)]
+                  _epoch_fenced_produce(history), _aborted_read(history), _partial_transaction(history),
+                  poll_skip, nonmonotonic_poll, _owned_twice(history)]
     acks = [event for _, event in history.of_op("ack")]
     figures: dict[str, int | float] = {
         "events": len(history.events),
@@ -217,6 +256,7 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
         outcomes = [history.outcome(key) for key in history.transactions]
         figures.update({f"transactions_{outcome}": outcomes.count(outcome)
                         for outcome in ("commit", "abort", "unknown")})
+    figures.update(_group_figures(history))
     return CheckResult(invariants, figures, history.start)
 
 
@@ -309,23 +349,8 @@ def _non_monotonic(history: _History, forgiven: set[Record]) -> Invariant:
             found.add(f"{ack['client']} {_name(key[1])}: {ack['value']!r} acked at offset {ack['offset']} "
                       f"({history.at(ack)}), sent after {before['value']!r} acked at offset {before['offset']}")
         produced[key] = ack
-    # consumers: read offsets rise; a reported truncation moves the position back to its offset
-    position: dict[tuple[str, TopicPartition], Event] = {}  # the last read or truncation
-    for event in history.events:
-        if event["op"] not in ("read", "truncation"):
-            continue
-        key = (event["client"], _partition(event))
-        before = position.get(key)
-        position[key] = event
-        if event["op"] == "truncation" or before is None:
-            continue
-        floor = before["offset"] - 1 if before["op"] == "truncation" else before["offset"]
-        if event["offset"] <= floor:
-            what = "its truncation to offset" if before["op"] == "truncation" else "offset"
-            found.add(f"{event['client']} {_name(key[1])}: read offset {event['offset']} ({event['value']!r}) at "
-                      f"{history.at(event)}, after {what} {before['offset']} at {history.at(before)}")
-    return found.verdict("non_monotonic", "a producer's acknowledged offsets rise in send order; a consumer's "
-                                          "read offsets rise, except back to a truncation it reported")
+    return found.verdict("non_monotonic", "a producer's acknowledged offsets rise in send order (a consumer's "
+                                          "reads: nonmonotonic_poll)")
 
 
 def _unseen(history: _History) -> Invariant:
@@ -486,6 +511,139 @@ def _first_difference(batches: dict[int, list[list[int]]], reference: int, broke
     at = next((i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b), min(len(ours), len(theirs)))
     show = [log[at] if at < len(log) else "no batch" for log in (ours, theirs)]
     return f"batch #{at}: broker {reference} has {show[0]}, broker {broker} {show[1]} ([base, last, epoch, crc])"
+
+
+def _polls(history: _History) -> tuple[Invariant, Invariant]:
+    """poll_skip and nonmonotonic_poll: each consumer's successive reads of a partition within one assignment
+    (the module docstring says where an assignment begins and ends)."""
+    skips, backs = _Findings(), _Findings()
+    final: dict[TopicPartition, list[int]] = defaultdict(list)
+    for tp, offset in sorted(history.final_at):
+        final[tp].append(offset)
+    uncommitted = {record for key, records in history.transactions.items() if history.outcome(key) != "commit"
+                   for record in records}
+    # what a read_committed consumer never sees in a final log read otherwise: records of transactions that
+    # did not commit (a read_committed final log holds none)
+    invisible = {(tp, offset) for (tp, offset), event in history.final_at.items()
+                 if (tp, event["value"]) in uncommitted}
+    previous: dict[tuple[str, TopicPartition], Event] = {}  # the last read, or truncation (a seek), in the assignment
+    for event in history.events:
+        op, client = event["op"], event["client"]
+        if client == history.final_reader:
+            continue
+        if op in ("assigned", "revoked"):
+            for partition in event["partitions"]:
+                previous.pop((client, (event["topic"], partition)), None)
+        elif op == "member":
+            for key in [key for key in previous if key[0] == client]:
+                del previous[key]
+        elif op == "truncation":
+            previous[client, _partition(event)] = event
+        elif op == "read":
+            tp = _partition(event)
+            before = previous.get((client, tp))
+            previous[client, tp] = event
+            if before is None:
+                continue
+            # after a read at o the next is due above o; after a seek to t (a truncation), at t or above
+            floor = before["offset"] if before["op"] == "read" else before["offset"] - 1
+            what = (f"offset {before['offset']}" if before["op"] == "read"
+                    else f"its truncation to offset {before['offset']}")
+            offset = event["offset"]
+            if offset <= floor:
+                backs.add(f"{client} {_name(tp)}: read offset {offset} ({event['value']!r}) at {history.at(event)}, "
+                          f"after {what} at {history.at(before)}, in one assignment")
+                continue
+            offsets = final.get(tp, [])
+            skipped = offsets[bisect.bisect_right(offsets, floor):bisect.bisect_left(offsets, offset)]
+            if event.get("isolation") == "read_committed":
+                skipped = [o for o in skipped if (tp, o) not in invisible]
+            if skipped:
+                shown = str(skipped[0]) if len(skipped) == 1 else f"{skipped[0]}..{skipped[-1]}"
+                skips.add(f"{client} {_name(tp)}: read offset {offset} ({event['value']!r}) at {history.at(event)}, "
+                          f"after {what} at {history.at(before)}, in one assignment: skipped {len(skipped)} "
+                          f"offset{'s' if len(skipped) > 1 else ''} the final log holds ({shown})")
+    return (skips.verdict("poll_skip", "a consumer's successive reads of a partition within one assignment skip no "
+                                       "offset the final log holds (Jepsen's poll-skip)"),
+            backs.verdict("nonmonotonic_poll", "a consumer's successive reads of a partition within one assignment "
+                                               "rise, from a truncation it reported on (Jepsen's nonmonotonic-poll)"))
+
+
+@dataclass(slots=True)
+class Held:
+    """One member holding one partition: from its assigned event to the event that ended it (None: the end of
+    the history)."""
+
+    client: str
+    start: Event
+    end: Event | None = None
+
+    def until(self) -> float:
+        return self.end["time"] if self.end is not None else float("inf")
+
+
+def holdings(events: list[Event]) -> dict[tuple[str | None, TopicPartition], list[Held]]:
+    """(group, partition) -> every member's holding of it, in the order they began, from events in time order
+    (the report draws them too). A client without a member start event is in group None."""
+    group_of: dict[str, str | None] = {}
+    holding: dict[tuple[str, TopicPartition], Held] = {}
+    found: dict[tuple[str | None, TopicPartition], list[Held]] = defaultdict(list)
+    for event in events:
+        op, client = event["op"], event["client"]
+        if op == "member":
+            if event["phase"] == "start":
+                group_of[client] = event["group"]
+                continue
+            for key in [key for key in holding if key[0] == client]:
+                holding.pop(key).end = event
+        elif op == "assigned":
+            for partition in event["partitions"]:
+                key = (client, (event["topic"], partition))
+                if key not in holding:  # assigned again while held (an eager client's repeat): held since before
+                    holding[key] = Held(client, event)
+                    found[group_of.get(client), key[1]].append(holding[key])
+        elif op == "revoked":
+            for partition in event["partitions"]:
+                if (held := holding.pop((client, (event["topic"], partition)), None)) is not None:
+                    held.end = event
+    return found
+
+
+def _owned_twice(history: _History) -> Invariant:
+    found = _Findings()
+
+    def ended(held: Held) -> str:
+        if held.end is None:
+            return "the end of the history"
+        what = "its end" if held.end["op"] == "member" else "lost" if held.end["how"] == "lost" else "revoked"
+        return f"{what} at {history.at(held.end)}"
+
+    for (group, tp), held in sorted(holdings(history.events).items(), key=lambda item: (str(item[0][0]), item[0][1])):
+        for later_index, later in enumerate(held):
+            for earlier in held[:later_index]:
+                if earlier.client == later.client or earlier.until() <= later.start["time"]:
+                    continue
+                both = min(earlier.until(), later.until()) - later.start["time"]
+                found.add(f"{group or 'the group'} {_name(tp)}: {earlier.client} held it from "
+                          f"{history.at(earlier.start)} to {ended(earlier)}, {later.client} from "
+                          f"{history.at(later.start)} to {ended(later)}: both for "
+                          f"{'the rest of the history' if both == float('inf') else f'{both:.3f} s'}")
+    return found.verdict("owned_twice", "no partition held by two live members of one consumer group at once "
+                                        "(from on_assign to on_revoke, on_lost or the member's end)")
+
+
+def _group_figures(history: _History) -> dict[str, int | float]:
+    """Consumer-group figures, where the history has group members."""
+    members = {event["client"] for _, event in history.of_op("member")}
+    if not members and not history.of_op("assigned"):
+        return {}
+    revoked = [event for _, event in history.of_op("revoked")]
+    return {"members": len(members),
+            "member_starts": sum(1 for _, event in history.of_op("member") if event["phase"] == "start"),
+            "assignments": len(history.of_op("assigned")),
+            "revocations": sum(1 for event in revoked if event["how"] == "revoke"),
+            "assignments_lost": sum(1 for event in revoked if event["how"] == "lost"),
+            "member_reads": sum(1 for _, event in history.of_op("read") if event["client"] in members)}
 
 
 def format_text(result: CheckResult) -> str:

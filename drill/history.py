@@ -42,6 +42,18 @@ The fields of each op (`int|null` may be null; every field is required):
                 (commit), none (abort), or all or none (unknown: the producer gave up, the coordinator decides).
     fault       the nemesis applied (phase "start") or healed (phase "end") a fault
                 fault: str, target: str ("broker-1"), phase: "start" | "end", detail: str|null
+    member      a consumer-group member's life: started (phase "start", before it subscribes) or gone (phase
+                "end", once its client closed, or when it was killed: it is not live after that)
+                group: str, phase: "start" | "end", instance: str|null (its group.instance.id: a static member),
+                protocol: str (its group.protocol: "classic" | "consumer")
+                One client name is one member over restarts (a static member's new instance continues it).
+    assigned    a group member's client gave it partitions (its on_assign rebalance callback), before it
+                polls them: it holds each from now until a `revoked` of it or its `member` end
+                topic: str, partitions: [int] (eager protocols: its whole new assignment; incremental ones,
+                cooperative and KIP-848's: the partitions added)
+    revoked     a group member's client took partitions from it (on_revoke; on_lost: taken without a chance to
+                commit, the member fenced or its session lost)
+                topic: str, partitions: [int], how: "revoke" | "lost"
     replica_log (optional, after healing) one replica's log of one partition
                 broker: int, topic: str, partition: int, high_watermark: int,
                 batches: [[base_offset, last_offset, leader_epoch, crc], ...],
@@ -51,6 +63,7 @@ Example lines:
 
     {"time":1714550000.12,"client":"p-0","op":"send","topic":"t","partition":0,"value":"p0-17","acks":"all"}
     {"time":1714550003.4,"client":"c-1","op":"truncation","topic":"t","partition":0,"offset":15,"detail":null}
+    {"time":1714550004.0,"client":"member-1","op":"assigned","topic":"t","partitions":[0,3]}
 
 Rules:
 - One line per event, flushed as it is written: a drill that crashes keeps everything recorded up to the crash.
@@ -93,6 +106,9 @@ OPS: dict[str, dict[str, tuple[type, ...]]] = {
     "fault": {"fault": _STR, "target": _STR, "phase": _STR, "detail": _STR + _NULL},
     "replica_log": {"broker": _INT, **_RECORD, "high_watermark": _INT, "batches": _LIST,
                     "epoch_checkpoint": _LIST},
+    "member": {"group": _STR, "phase": _STR, "instance": _STR + _NULL, "protocol": _STR},
+    "assigned": {"topic": _STR, "partitions": _LIST},
+    "revoked": {"topic": _STR, "partitions": _LIST, "how": _STR},
 }
 # op -> optional field -> its JSON types, checked when present
 OPTIONAL: dict[str, dict[str, tuple[type, ...]]] = {
@@ -101,9 +117,11 @@ OPTIONAL: dict[str, dict[str, tuple[type, ...]]] = {
 }
 CHOICES: dict[str, tuple[str, ...]] = {"acks": ("all", "1"), "phase": ("start", "end"),
                                        "outcome": ("commit", "abort", "unknown"),
-                                       "isolation": ("read_committed", "read_uncommitted")}
+                                       "isolation": ("read_committed", "read_uncommitted"),
+                                       "how": ("revoke", "lost")}
 # list fields hold lists of ints of this length
 TUPLE_SIZES: dict[str, int] = {"batches": 4, "epoch_checkpoint": 2}
+INT_LISTS = ("partitions",)  # list fields holding ints
 STAMPED = ("time", "client", "op")
 
 
@@ -140,6 +158,8 @@ def _check_value(name: str, value: Any) -> None:
             isinstance(item, list) and len(item) == TUPLE_SIZES[name] and all(_is_int(x) for x in item)
             for item in value):
         raise ValueError(f"{name!r} must be a list of lists of {TUPLE_SIZES[name]} integers")
+    if name in INT_LISTS and not all(_is_int(item) for item in value):
+        raise ValueError(f"{name!r} must be a list of integers")
 
 
 def _is_int(value: Any) -> bool:

@@ -9,8 +9,11 @@ Rules:
   seed gives the same schedule on every run, printed before anything is applied; `--replay` loads one.
 - Faults never overlap: the next starts after the previous has healed plus a gap, so every fault's effect
   (a new leader, an ISR change) is seen by itself in the timeline.
-- A target named `leader:<partition>` (or `txn-coordinator`) is resolved when the fault is applied (the schedule
-  cannot know who will lead then); the resolved process is recorded with the fault.
+- A target named `leader:<partition>` (or `txn-coordinator`, `group-coordinator`) is resolved when the fault is
+  applied (the schedule cannot know who will lead then); the resolved process is recorded with the fault.
+- Faults on the drill's consumer group (target `group`: a member joining, leaving, the static one restarting)
+  act on the workload's members (drill/workload.py's ConsumerGroup), not on a process of the cluster; which
+  member is recorded with the fault. A drill without a consumer group records them as not applied.
 - Every start and end is a `fault` event in the history (client "nemesis"), with its wall-clock time: the
   report's timeline and the checker read them from there.
 """
@@ -42,7 +45,13 @@ from epoch_broker.broker.faults import (
 from epoch_broker.drill import admin
 from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.drill.targets import Target, name_of, node
-from epoch_broker.drill.workload import PRODUCER_CLIENT_ID, TRANSACTIONAL_ID
+from epoch_broker.drill.workload import (
+    GROUP_ID,
+    PRODUCER_CLIENT_ID,
+    STATIC_MEMBER,
+    TRANSACTIONAL_ID,
+    ConsumerGroup,
+)
 
 SLOW_LINK_MS = 300
 LAGGING_LEADER_S = 1.5  # how long a lagging-leader leads with its high watermark held, before it is released
@@ -50,13 +59,16 @@ HELD_BEFORE_RESTART_S = 1.0  # kip101-restart: records acknowledged above the fo
 UNREPLICATED_S = 0.5  # kip101-divergence: records only the leader has (below replica.lag.time.max.ms: no shrink)
 CLOCK_SKEW_MS = 3_600_000  # clock-skew: an hour ahead (time-based rolling and retention see the future)
 TXN_COORDINATOR = "txn-coordinator"  # the target of a txn fault: whoever coordinates TRANSACTIONAL_ID then
+GROUP_COORDINATOR = "group-coordinator"  # whoever coordinates the consumer group GROUP_ID then
+GROUP = "group"  # the target of a member fault: the drill's consumer group
 STATE_TIMEOUT_S = 30.0  # a composite fault's wait for the cluster to reach its next step
 
 
 @dataclass(frozen=True)
 class FaultKind:
     description: str
-    # "broker", "controller", or resolved when applied: "leader" / "follower" (of a partition), "txn-coordinator"
+    # "broker", "controller", or resolved when applied: "leader" / "follower" (of a partition), "txn-coordinator",
+    # "group-coordinator", "group" (a member of the drill's consumer group)
     targets: str
     durations: tuple[float, float]  # how long it lasts (before it is healed), drawn from this range
 
@@ -121,6 +133,23 @@ FAULTS: dict[str, FaultKind] = {
                             "and retention), set back after the duration", "broker", (3.0, 6.0)),
     "replication-paused": FaultKind(f"set {REPLICATION_PAUSED} on a broker (it stops fetching: the leaders drop "
                                     "it from their ISRs), clear it after the duration", "broker", (3.0, 6.0)),
+    "group-coordinator-kill": FaultKind(f"SIGKILL the coordinator of the drill's consumer group ({GROUP_ID}: the "
+                                        "leader of its __consumer_offsets partition, found with FindCoordinator), "
+                                        "start it again after the duration; the next leader of that partition "
+                                        "loads the group and its members carry on", "group-coordinator",
+                                        (1.0, 4.0)),
+    "member-join": FaultKind("a new member joins the drill's consumer group (a confluent-kafka consumer subscribed "
+                             "to the topic): partitions move to it; it leaves cleanly after the duration", GROUP,
+                             (3.0, 6.0)),
+    "member-leave": FaultKind("the longest-running dynamic member of the drill's consumer group leaves cleanly "
+                              "(close: on_revoke, its last commit, then LeaveGroup, or ConsumerGroupHeartbeat with "
+                              "member epoch -1): its partitions move to the others; a new member joins after the "
+                              "duration", GROUP, (2.0, 4.0)),
+    "static-restart": FaultKind("the static member of the drill's consumer group (group.instance.id) closes, and a "
+                                "new instance with the same id starts after the duration, well within its session "
+                                "timeout: it gets its partitions back without them moving to another member "
+                                "(KIP-345; with the consumer protocol, KIP-848's member epoch -2)", GROUP,
+                                (0.5, 2.0)),
 }
 
 
@@ -145,7 +174,8 @@ def make_schedule(faults: list[str], seed: int, duration_s: float, brokers: list
         if at + length > duration_s:
             return schedule
         target = {"broker": lambda: rng.choice(brokers), "controller": lambda: "controller",
-                  "txn-coordinator": lambda: TXN_COORDINATOR,
+                  "txn-coordinator": lambda: TXN_COORDINATOR, "group-coordinator": lambda: GROUP_COORDINATOR,
+                  GROUP: lambda: GROUP,
                   "leader": lambda: f"leader:{rng.randrange(partitions)}",
                   "follower": lambda: f"follower:{rng.randrange(partitions)}"}[kind.targets]()
         schedule.append(ScheduledFault(round(at, 2), name, target, length))
@@ -169,10 +199,11 @@ def load_schedule(path: Path) -> tuple[dict[str, Any], list[ScheduledFault]]:
 class Nemesis:
     """Applies a schedule to a cluster (drill/targets.py): `start(fault)` now, and `heal(...)` when its time is up."""
 
-    def __init__(self, cluster: Target, topic: str, history: HistoryWriter) -> None:
+    def __init__(self, cluster: Target, topic: str, history: HistoryWriter, group: ConsumerGroup | None = None) -> None:
         self.cluster = cluster
         self.topic = topic
         self.history = history
+        self.group = group  # the workload's consumer group, which the member faults act on
         self.applied = 0
 
     def start(self, fault: ScheduledFault) -> Callable[[], None]:
@@ -194,6 +225,8 @@ class Nemesis:
             return self._kip101_restart(fault)
         if fault.fault == "kip101-divergence":
             return self._kip101_divergence(fault)
+        if FAULTS[fault.fault].targets == GROUP:
+            return self._member_fault(fault)
         target = self._resolve(fault.target)
         # a fault on a partition's leader or follower names the partition: the report measures its failover
         about = {"partition": int(fault.target.partition(":")[2])} if ":" in fault.target else {}
@@ -201,7 +234,7 @@ class Nemesis:
                             detail=FAULTS[fault.fault].description, **about)
         self.applied += 1
         heal: Callable[[], None]
-        if fault.fault in ("kill", "leader-kill", "controller-kill", "txn-coordinator-kill"):
+        if fault.fault in ("kill", "leader-kill", "controller-kill", "txn-coordinator-kill", "group-coordinator-kill"):
             self.cluster.kill(target)
             heal = lambda: self.cluster.restart(target)  # noqa: E731 - a one-line heal beside its fault
         elif fault.fault in ("pause", "controller-pause", "follower-pause"):
@@ -259,6 +292,35 @@ class Nemesis:
         def healed() -> None:
             heal()
             self.history.record("fault", fault=fault.fault, target=target, phase="end", detail="healed")
+
+        return healed
+
+    def _member_fault(self, fault: ScheduledFault) -> Callable[[], None]:
+        """A member of the consumer group joins, leaves or restarts now; the reverse when the duration is up."""
+        group = self.group
+        if group is None:
+            raise RuntimeError(f"the drill has no consumer group for {fault.fault}")
+        act: Callable[[], object]
+        heal: Callable[[], object]
+        if fault.fault == "member-join":
+            name = group.next_name()
+            act, heal, after = group.join, lambda: group.leave(name), f"{name} left"
+        elif fault.fault == "member-leave":
+            name = group.oldest()
+            act, heal, after = lambda: group.leave(name), group.join, f"{group.next_name()} joined"
+        elif fault.fault == "static-restart":
+            name = STATIC_MEMBER
+            act, heal, after = group.stop_static, group.start_static, f"a new instance of {name} started"
+        else:
+            raise ValueError(f"unknown member fault {fault.fault!r}")
+        self.history.record("fault", fault=fault.fault, target=name, phase="start",
+                            detail=FAULTS[fault.fault].description)
+        self.applied += 1
+        act()
+
+        def healed() -> None:
+            heal()
+            self.history.record("fault", fault=fault.fault, target=name, phase="end", detail=after)
 
         return healed
 
@@ -427,6 +489,9 @@ class Nemesis:
         if target == TXN_COORDINATOR:
             addresses = [broker.address for broker in self.cluster.running_brokers()]
             return name_of(self.cluster, asyncio.run(admin.transaction_coordinator(addresses, TRANSACTIONAL_ID)))
+        if target == GROUP_COORDINATOR:
+            addresses = [broker.address for broker in self.cluster.running_brokers()]
+            return name_of(self.cluster, asyncio.run(admin.group_coordinator(addresses, GROUP_ID)))
         role, _, partition = target.partition(":")
         if role not in ("leader", "follower"):
             return target

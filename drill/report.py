@@ -4,6 +4,8 @@
 - One timeline per partition: the leader as coloured bands (one colour per broker) labelled with the leader
   epoch, as the brokers' Metadata said it over time; faults shaded with their name and target; acknowledged
   records per second as bars; truncations the consumer reported marked in red.
+- Where the drill ran a consumer group: the consumers' group protocol, and one row per partition showing which
+  member held it over time (from its on_assign to its on_revoke, on_lost or end), a colour per member.
 - The anomalies with their example records, the schedule, and the cluster's own timeline: every leader, ISR,
   fencing, truncation and fault event its nodes logged (broker/events.py), merged by time; on the partition
   timelines, leader changes are ticks above the band and truncations dashed red lines.
@@ -21,9 +23,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from epoch_broker.drill.checker import holdings
 from epoch_broker.drill.history import Event, read_history
 
-WIDTH, BAND_H, RATE_H, MARGIN = 960, 26, 60, 40
+WIDTH, BAND_H, RATE_H, MARGIN, HOLDER_H = 960, 26, 60, 40, 18
 COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bab0ac"]
 STYLE = """body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}.pass{background:#e3f4e1}.fail{background:#fbe0e0}
@@ -39,12 +42,13 @@ def render(document: dict[str, Any], history_dir: Path) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>drill {_e(document['scenario'])}"
              f"</title><style>{STYLE}</style></head><body>",
              f"<h1>{_e(document['scenario'])} <span class='{verdict}'>{verdict.upper()}</span></h1>",
-             f"<p>against {_e(document.get('target', 'a cluster'))}</p>",
+             f"<p>against {_e(document.get('target', 'a cluster'))}; {_group(document)}</p>",
              f"<p>seed {document['seed']}, {document['duration_s']:.0f} s of faults, {document['wall_s']:.0f} s "
              f"in all; phases: {_e(', '.join(f'{k} {v:.1f} s' for k, v in document['timings'].items()))}</p>",
              _failovers(document.get("failover_s", [])), _invariants(check), _figures(check["figures"]),
              "<h2>Timeline</h2>",
-             _timelines(events, document.get("cluster_events", [])), _anomalies(check), _schedule(document["schedule"]),
+             _timelines(events, document.get("cluster_events", [])), _holders(events),
+             _anomalies(check), _schedule(document["schedule"]),
              _cluster_events(document.get("cluster_events", []), events[0]["time"] if events else 0.0),
              "</body></html>"]
     return "\n".join(parts)
@@ -52,6 +56,47 @@ def render(document: dict[str, Any], history_dir: Path) -> str:
 
 def _e(text: object) -> str:
     return html.escape(str(text))
+
+
+def _group(document: dict[str, Any]) -> str:
+    protocol = _e(document.get("group_protocol", "classic"))
+    members = document.get("group_members", 0)
+    if not members:
+        return f"consumers' group protocol {protocol} (no consumer group)"
+    return f"consumer group of {members} members at the start, group protocol {protocol}"
+
+
+def _holders(events: list[Event]) -> str:
+    """Which member held each partition over time: a row per (group, partition), a band per holding."""
+    held = holdings(events)
+    if not held:
+        return ""
+    origin, end = events[0]["time"], events[-1]["time"]
+    span = max(end - origin, 1e-3)
+
+    def x(t: float) -> float:
+        return MARGIN + (min(t, end) - origin) / span * (WIDTH - 2 * MARGIN)
+
+    members = sorted({h.client for spans in held.values() for h in spans})
+    colour = {member: COLOURS[i % len(COLOURS)] for i, member in enumerate(members)}
+    legend = "".join(f"<span style='background:{colour[m]}'>{_e(m)}</span>" for m in members)
+    rows = sorted(held.items(), key=lambda item: (str(item[0][0]), item[0][1]))
+    out = [f"<h2>Consumer group</h2><div class='legend'>{legend}</div>",
+           f"<svg id='holders' width='{WIDTH}' height='{len(rows) * HOLDER_H + 16}' "
+           "xmlns='http://www.w3.org/2000/svg'>"]
+    for row, ((_, (topic, partition)), spans) in enumerate(rows):
+        y = row * HOLDER_H
+        out.append(f"<text x='2' y='{y + HOLDER_H - 6}' font-size='10' fill='#555'>{_e(topic)}-{partition}</text>")
+        for h in spans:
+            stop = h.end["time"] if h.end is not None else end
+            how = ("to the end" if h.end is None else
+                   f"to {'its end' if h.end['op'] == 'member' else 'on_' + h.end['how']} at {stop - origin:.3f} s")
+            out.append(f"<rect class='held' x='{x(h.start['time']):.1f}' y='{y + 2}' "
+                       f"width='{max(x(stop) - x(h.start['time']), 1):.1f}' height='{HOLDER_H - 4}' "
+                       f"fill='{colour[h.client]}' opacity='0.8'><title>{_e(h.client)} holds {_e(topic)}-"
+                       f"{partition} from {h.start['time'] - origin:.3f} s {_e(how)}</title></rect>")
+    out.append("</svg>")
+    return "".join(out)
 
 
 def _failovers(times: list[float]) -> str:

@@ -1,15 +1,18 @@
-"""`epoch-broker drill SCENARIO [--seed N] [--duration S] [--brokers N] [--cluster DIR] [--out DIR] [--replay DIR]`
-and `epoch-broker drill check HISTORY_DIR`: a failover drill from start to verdict.
+"""`epoch-broker drill SCENARIO [--seed N] [--duration S] [--brokers N] [--cluster DIR] [--out DIR] [--replay DIR]
+[--group-protocol classic|consumer]` and `epoch-broker drill check HISTORY_DIR`: a failover drill from start to
+verdict.
 
 Phases, each announced, with a progress line every few seconds (elapsed time, faults applied, records acked):
 1. cluster: start one (the launcher's code, in OUT/cluster, on free loopback ports) or attach to a running one
    (`--cluster DIR`: its cluster.json; `--compose FILE`: a docker-compose project); one it attached to is left
    running afterwards;
 2. schedule: made from the seed (or loaded with `--replay REPORT_DIR`), printed, saved as OUT/schedule.json;
-3. workload: the drill's topic created, then producers, a live consumer and a poller start (drill/workload.py);
+3. workload: the drill's topic created, then producers, a live consumer and a poller start (drill/workload.py),
+   and the members of a consumer group where the scenario has one (or `--group-protocol` is given: then at
+   least GROUP_MEMBERS_ON_REQUEST, so that the scenario's faults meet that protocol);
 4. faults: the schedule applied, each fault healed when its duration is up;
 5. heal: every process running again, every ISR full, the producers flushed;
-6. read back: every partition to its high watermark;
+6. read back: every partition to its high watermark (the consumer group's members closed first);
 7. check: the history checked (drill/checker.py), OUT/report.json and OUT/report.html written.
 Exit status: 0 when every invariant holds, 1 when one is broken, 2 for a bad argument or a cluster that does
 not come up.
@@ -45,6 +48,9 @@ from epoch_broker.drill.replicas import replica_logs
 from epoch_broker.drill.scenarios import Scenario, scenarios
 from epoch_broker.drill.targets import ComposeCluster, LocalCluster, Target
 from epoch_broker.drill.workload import (
+    GROUP_ID,
+    GROUP_PROTOCOLS,
+    ConsumerGroup,
     EpochProbe,
     LiveConsumer,
     Poller,
@@ -60,6 +66,7 @@ COMPOSE_BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
 PROGRESS_EVERY_S = 2.0
 HEAL_TIMEOUT_S = 60.0
 CONSUMER_STOP_S = 20.0
+GROUP_MEMBERS_ON_REQUEST = 2  # a consumer group's members in a scenario without one, when --group-protocol is given
 
 
 class DrillError(RuntimeError):
@@ -82,6 +89,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "directory)")
     parser.add_argument("--out", type=Path, default=None, help="report directory (default ./drill-SCENARIO-SEED)")
     parser.add_argument("--replay", type=Path, default=None, help="run the schedule of an earlier report again")
+    parser.add_argument("--group-protocol", choices=GROUP_PROTOCOLS, default=None,
+                        help="the consumers' group.protocol (default: the scenario's, classic but for "
+                             "consumer-group-churn, or the replayed drill's); on a scenario without a consumer "
+                             f"group it adds one of {GROUP_MEMBERS_ON_REQUEST} members")
 
 
 def main(argv: list[str]) -> int:
@@ -111,28 +122,33 @@ def run(scenario: Scenario, args: argparse.Namespace) -> int:
         if about.get("scenario") != scenario.name:
             raise DrillError(f"{args.replay} holds a schedule of {about.get('scenario')}, not {scenario.name}")
         seed, duration = int(about["seed"]), float(about["duration_s"])
+        protocol = args.group_protocol or about.get("group_protocol", scenario.group_protocol)
     else:
         seed = args.seed if args.seed is not None else random.randrange(1 << 31)
         duration = args.duration if args.duration is not None else scenario.duration_s
+        protocol = args.group_protocol or scenario.group_protocol
         schedule = []
+    members = scenario.group_members or (GROUP_MEMBERS_ON_REQUEST if args.group_protocol else 0)
     out = (args.out or Path(f"drill-{scenario.name}-{seed}")).resolve()
     (out / "history").mkdir(parents=True, exist_ok=True)
     started = time.time()
     with cluster_for(args, out) as cluster:
         if args.replay is None:
             schedule = scenario.schedule(seed, duration, [broker.name for broker in cluster.brokers()])
-        save_schedule(out / "schedule.json", schedule, scenario=scenario.name, seed=seed, duration_s=duration)
-        say(f"{scenario.name}, seed {seed}, {len(schedule)} faults over {duration:.0f} s "
-            f"(replay: epoch-broker drill {scenario.name} --replay {out}):")
+        save_schedule(out / "schedule.json", schedule, scenario=scenario.name, seed=seed, duration_s=duration,
+                      group_protocol=protocol)
+        say(f"{scenario.name}, seed {seed}, group protocol {protocol}"
+            f"{f' ({members} members in group {GROUP_ID})' if members else ''}, {len(schedule)} faults over "
+            f"{duration:.0f} s (replay: epoch-broker drill {scenario.name} --replay {out}):")
         for fault in schedule:
             say(f"  at {fault.at_s:6.2f} s  {fault.fault:<18} {fault.target:<12} for {fault.duration_s:.2f} s")
-        timings = drive(scenario, schedule, duration, cluster, out)
+        timings = drive(scenario, schedule, duration, cluster, out, protocol, members)
         timeline = cluster_timeline(cluster, started)
     result = checker.check_directory(out / "history", allow_acks1_loss=scenario.allow_acks1_loss,
                                      allow_unclean=scenario.unclean)
     failovers = failover_times(read_history(out / "history"))
     document = {"scenario": scenario.name, "target": cluster.description, "seed": seed, "duration_s": duration,
-                "started": started,
+                "group_protocol": protocol, "group_members": members, "started": started,
                 "wall_s": round(time.time() - started, 2), "timings": timings, "check": result.to_json(),
                 "schedule": [vars(f) for f in schedule], "cluster_events": timeline,
                 "failover_s": failovers}
@@ -179,8 +195,9 @@ def cluster_for(args: argparse.Namespace, out: Path) -> Iterator[Target]:
 
 
 def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, cluster: Target,
-          out: Path) -> dict[str, float]:
-    """Phases 3 to 6; the time each took."""
+          out: Path, protocol: str = "classic", members: int = 0) -> dict[str, float]:
+    """Phases 3 to 6; the time each took. `protocol`: the consumers' group.protocol; `members`: of the consumer
+    group at the start (0: none)."""
     bootstrap = cluster.bootstrap
     timings: dict[str, float] = {}
     current_phase, phase_start = "", time.monotonic()  # the phase running, and since when
@@ -203,19 +220,27 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
      probe_history) = histories
     logs = client_logger(out / "client.log")
     workers: list[Worker] = []
+    group: ConsumerGroup | None = None
     try:
         producers = (TransactionalProducer(bootstrap, TOPIC, scenario.partitions, producer_history, logs)
                      if scenario.transactional else
                      Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs, scenario.acks)).start()
-        consumer = LiveConsumer(bootstrap, TOPIC, scenario.partitions, consumer_history, logs).start()
+        consumer = LiveConsumer(bootstrap, TOPIC, scenario.partitions, consumer_history, logs, protocol).start()
+        if members:
+            group = ConsumerGroup(bootstrap, TOPIC, protocol, out / "history", logs)
+            group.start(members)
         running = lambda: {broker.node_id: broker.address for broker in cluster.running_brokers()}  # noqa: E731
         poller = Poller(running, TOPIC, poller_history).start()
         probe = EpochProbe(running, TOPIC, probe_history).start() if scenario.probe else None
         workers += [producers, consumer, poller, *([probe] if probe else [])]
-        nemesis = Nemesis(cluster, TOPIC, nemesis_history)
+        nemesis = Nemesis(cluster, TOPIC, nemesis_history, group)
+
+        def status() -> str:
+            polled = f", group {group.read} ({len(group.members)} members)" if group is not None else ""
+            return f"acked {producers.acked}, read {consumer.read}{polled}"
 
         phase("faults")
-        apply_schedule(schedule, duration, nemesis, lambda: f"acked {producers.acked}, read {consumer.read}")
+        apply_schedule(schedule, duration, nemesis, status)
 
         phase("heal")
         for done in cluster.heal_all():
@@ -234,6 +259,10 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
         consumer.stop(CONSUMER_STOP_S)
         if consumer.thread.is_alive():  # a client wedged in poll or close: its history so far stands
             say(f"  the live consumer did not stop within {CONSUMER_STOP_S:.0f} s; left behind")
+        if group is not None:
+            group.stop()
+            say(f"  consumer group {GROUP_ID} ({protocol}): {group.started} members started over the drill, "
+                f"{group.read} records polled")
         say(f"  {read_back(bootstrap, TOPIC, ends, reader_history, logs)} records read back up to {ends}")
         logs_on_disk = replica_logs_caught_up(cluster, ends)
         for replica in logs_on_disk:
@@ -243,6 +272,9 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
     finally:
         for worker in workers:  # stopped already unless the drill failed midway: their histories close next
             worker.stop()
+        if group is not None:
+            group.stop()
+            group.close()
         for history in histories:
             history.close()
         for handler in logs.handlers:

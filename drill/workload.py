@@ -8,10 +8,16 @@
   it aborts on purpose. A transaction it cannot end (the coordinator gone past the timeout, a fatal error) is
   recorded with outcome "unknown" and the producer is made anew (init_transactions fences the old one and the
   coordinator ends the transaction); one whose commit is refused as abortable is aborted.
-- `LiveConsumer`: a read_committed confluent-kafka consumer assigned every partition from the start with
-  auto.offset.reset=error, so that a truncation its client detects (KIP-320: OffsetForLeaderEpoch after a
-  leader change) is reported, recorded as a `truncation` event, and the consumer seeks to where the broker
-  says the log ends. Any other error its client reports is recorded as a `client_error` event.
+- `LiveConsumer`: a read_committed confluent-kafka consumer assigned every partition from the start (by hand,
+  whatever the group protocol) with auto.offset.reset=error, so that a truncation its client detects (KIP-320:
+  OffsetForLeaderEpoch after a leader change) is reported, recorded as a `truncation` event, and the consumer
+  seeks to where the broker says the log ends. Any other error its client reports is recorded as a `client_error` event.
+- `ConsumerGroup` (drills with a consumer group): members of group GROUP_ID, each a confluent-kafka consumer
+  subscribed to the topic with `group.protocol` classic or consumer (KIP-848), committing automatically, reading
+  from the earliest offset where the group has none. One of them is static (`group.instance.id`). The
+  nemesis's member faults (drill/nemesis.py's FAULTS) start and stop members through it: a member joins, leaves
+  cleanly (close), and the static one closes and starts again as a new instance with the same id. Each member
+  records its life (`member`), what its rebalance callbacks gave and took (`assigned`, `revoked`) and its reads.
 - `Poller`: every broker's own Metadata for the topic (leader, leader epoch: KIP-232 says they never go back)
   and ListOffsets LATEST from each partition's leader (KIP-207 says it never goes back), over this project's
   blocking client with a short timeout (a paused broker only delays the poll).
@@ -28,8 +34,10 @@
 Rules:
 - Each client runs on its own thread and records events as they happen; `stop()` returns once it has stopped.
 - Clients are configured as users configure them; only the timeouts are short, so that a drill of tens of
-  seconds sees retries happen. Their own logs (librdkafka's connection failures during faults) go to the
-  logger given, a file of the report, not to the drill's progress lines.
+  seconds sees retries happen. With `group.protocol=consumer` the settings librdkafka refuses there
+  (CLASSIC_ONLY: the coordinator decides sessions, heartbeats and assignment) are left out. Their own logs
+  (librdkafka's connection failures during faults) go to the logger given, a file of the report, not to the
+  drill's progress lines.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Self
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -58,6 +67,17 @@ STALE_ROUTE_S = 15.0  # how long after a leader change the probe keeps asking th
 PROBE_EVERY_S = 0.5
 PROBE_TIMEOUT_MS = 500  # a stale leader that appends never commits: its acks=all answer is a timeout
 TRUNCATION_OFFSET = re.compile(r"broker end offset is (\d+)")
+GROUP_ID = "drill-group"  # the consumer group's: whose coordinator a group-coordinator-kill kills
+GROUP_PROTOCOLS = ("classic", "consumer")
+# librdkafka refuses these with group.protocol=consumer (KIP-848: the coordinator decides them)
+CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy", "group.protocol.type")
+# classic members: a session of a few seconds and frequent heartbeats, so that a rebalance starts within a second
+# of a member joining or leaving (librdkafka's defaults, 45 s and 3 s, are for real deployments)
+CLASSIC_SESSION_MS = 6000
+CLASSIC_HEARTBEAT_MS = 500
+AUTO_COMMIT_MS = 1000
+STATIC_MEMBER = "member-static"
+MEMBER_STOP_S = 30.0  # a member's close (a final commit, LeaveGroup) waited for, at most
 
 
 class Worker:
@@ -239,16 +259,17 @@ def _retrying(call: Callable[[float], Any]) -> Any:
 
 class LiveConsumer(Worker):
     def __init__(self, bootstrap: str, topic: str, partitions: int, history: HistoryWriter,
-                 logger: logging.Logger) -> None:
+                 logger: logging.Logger, protocol: str = "classic") -> None:
         super().__init__("drill-consumer")
         self.topic = topic
         self.history = history
         self.read = 0
         self.truncations = 0
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "drill-live-consumer",
-                                  "enable.auto.commit": False, "auto.offset.reset": "error",
-                                  "isolation.level": ISOLATION, "topic.metadata.refresh.interval.ms": 1000,
-                                  "logger": logger})
+        # its partitions are assigned by hand: the group protocol only changes which requests its client may send
+        self.consumer = Consumer(consumer_config({
+            "bootstrap.servers": bootstrap, "group.id": "drill-live-consumer", "enable.auto.commit": False,
+            "auto.offset.reset": "error", "isolation.level": ISOLATION, "topic.metadata.refresh.interval.ms": 1000,
+            "logger": logger}, protocol))
         self.assigned = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)]
         self.consumer.assign(self.assigned)
         self.positions: dict[int, int] = {}  # partition -> the client's position (past markers, aborted records)
@@ -279,6 +300,170 @@ class LiveConsumer(Worker):
 
     def finish(self) -> None:
         self.consumer.close()
+
+
+def consumer_config(config: dict[str, Any], protocol: str) -> dict[str, Any]:
+    """`config` with `group.protocol` set to `protocol`; for consumer, without the CLASSIC_ONLY settings."""
+    if protocol not in GROUP_PROTOCOLS:
+        raise ValueError(f"group protocol {protocol!r} is not one of {', '.join(GROUP_PROTOCOLS)}")
+    if protocol == "classic":
+        return {**config, "group.protocol": protocol}
+    return {**{key: value for key, value in config.items() if key not in CLASSIC_ONLY}, "group.protocol": protocol}
+
+
+class GroupMember(Worker):
+    """One member of the drill's consumer group, on its own thread: subscribes, polls, and closes when stopped.
+    Its history records its life, its rebalance callbacks and its reads (drill/history.py's `member`,
+    `assigned`, `revoked`, `read`)."""
+
+    def __init__(self, name: str, bootstrap: str, topic: str, protocol: str, history: HistoryWriter,
+                 logger: logging.Logger, instance: str | None = None) -> None:
+        super().__init__(f"drill-{name}")
+        self.name = name
+        self.topic = topic
+        self.protocol = protocol
+        self.instance = instance
+        self.history = history
+        self.read = 0
+        config = {"bootstrap.servers": bootstrap, "group.id": GROUP_ID, "client.id": f"drill-{name}",
+                  "enable.auto.commit": True, "auto.commit.interval.ms": AUTO_COMMIT_MS,
+                  "auto.offset.reset": "earliest", "isolation.level": ISOLATION,
+                  "session.timeout.ms": CLASSIC_SESSION_MS, "heartbeat.interval.ms": CLASSIC_HEARTBEAT_MS,
+                  "topic.metadata.refresh.interval.ms": 1000, "logger": logger}
+        if instance is not None:
+            config["group.instance.id"] = instance
+        self._life("start")
+        self.consumer = Consumer(consumer_config(config, protocol))
+        self.consumer.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost)
+
+    def _life(self, phase: str) -> None:
+        self.history.record("member", group=GROUP_ID, phase=phase, instance=self.instance, protocol=self.protocol)
+
+    def _record(self, op: str, partitions: list[TopicPartition], **fields: Any) -> None:
+        by_topic: dict[str, list[int]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        for topic, numbers in sorted(by_topic.items()):
+            self.history.record(op, topic=topic, partitions=sorted(numbers), **fields)
+
+    # the callbacks run on this member's thread, inside poll() or close(), before the client (re)assigns
+    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._record("assigned", partitions)
+
+    def _revoked(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._record("revoked", partitions, how="revoke")
+
+    def _lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._record("revoked", partitions, how="lost")
+
+    def step(self) -> None:
+        message = self.consumer.poll(0.2)
+        if message is None:
+            return
+        error = message.error()
+        if error is None:
+            self.read += 1
+            self.history.record("read", topic=self.topic, partition=message.partition(), offset=message.offset(),
+                                value=_text(message), leader_epoch=_epoch(message), isolation=ISOLATION)
+        else:
+            self.history.record("client_error", topic=self.topic, detail=f"{error.name()}: {error.str()}")
+
+    def finish(self) -> None:
+        try:
+            self.consumer.close()  # on_revoke of what it holds, its last commit, then it leaves
+        except (KafkaException, RuntimeError) as exc:
+            self.history.record("client_error", topic=self.topic, detail=f"close: {exc}")
+        self._life("end")
+
+
+class ConsumerGroup:
+    """The drill's consumer group: its members, started and stopped as the member faults say. Members are named
+    member-0, member-1, ... in the order they join (a schedule replayed names the same ones), the static member
+    STATIC_MEMBER; each writes its own history file (a static member's new instance continues it). Its methods
+    are called from one thread (the drill's)."""
+
+    def __init__(self, bootstrap: str, topic: str, protocol: str, directory: Path, logger: logging.Logger) -> None:
+        consumer_config({}, protocol)  # an unknown protocol is refused here, before any member starts
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.protocol = protocol
+        self.directory = directory
+        self.logger = logger
+        self.members: dict[str, GroupMember] = {}  # the running ones, by name, oldest first
+        self.histories: dict[str, HistoryWriter] = {}
+        self.started = 0  # members started, instances of the static one included
+        self._read_by_stopped = 0
+        self._numbers = 0
+
+    def start(self, members: int) -> Self:
+        """`members` members: the static one, then dynamic ones (a single member is dynamic)."""
+        if members > 1:
+            self.start_static()
+        for _ in range(members - len(self.members)):
+            self.join()
+        return self
+
+    @property
+    def read(self) -> int:
+        return self._read_by_stopped + sum(member.read for member in self.members.values())
+
+    def next_name(self) -> str:
+        return f"member-{self._numbers}"
+
+    def join(self) -> str:
+        """A new dynamic member joins; its name."""
+        name = self.next_name()
+        self._numbers += 1
+        self._start(name, None)
+        return name
+
+    def oldest(self) -> str:
+        """The longest-running dynamic member: the one member-leave takes."""
+        names = [name for name in self.members if name != STATIC_MEMBER]
+        if not names:
+            raise RuntimeError(f"no dynamic member in group {GROUP_ID} to leave")
+        return names[0]
+
+    def leave(self, name: str) -> None:
+        """Close member `name` (on_revoke, its last commit, LeaveGroup or heartbeat epoch -1); wait for it."""
+        member = self.members.pop(name)
+        member.stop(MEMBER_STOP_S)
+        self._read_by_stopped += member.read
+        if member.thread.is_alive():  # wedged in close: it is no member for the checker from now on
+            self.logger.warning("drill: %s did not close within %.0f s; left behind", name, MEMBER_STOP_S)
+            member.history.record("member", group=GROUP_ID, phase="end", instance=member.instance,
+                                  protocol=self.protocol)
+
+    def start_static(self) -> str:
+        """The static member (a new instance of it, when it ran before)."""
+        if STATIC_MEMBER in self.members:
+            raise RuntimeError(f"{STATIC_MEMBER} runs already")
+        self._start(STATIC_MEMBER, f"drill-{STATIC_MEMBER}")
+        return STATIC_MEMBER
+
+    def stop_static(self) -> str:
+        if STATIC_MEMBER not in self.members:
+            raise RuntimeError(f"group {GROUP_ID} has no static member running")
+        self.leave(STATIC_MEMBER)
+        return STATIC_MEMBER
+
+    def _start(self, name: str, instance: str | None) -> None:
+        if name not in self.histories:
+            self.histories[name] = HistoryWriter(self.directory, name)
+        member = GroupMember(name, self.bootstrap, self.topic, self.protocol, self.histories[name], self.logger,
+                             instance)
+        self.members[name] = member.start()
+        self.started += 1
+
+    def stop(self) -> None:
+        """Every member closed, in turn."""
+        for name in list(self.members):
+            self.leave(name)
+
+    def close(self) -> None:
+        """The history files closed (once the members have stopped)."""
+        for history in self.histories.values():
+            history.close()
 
 
 class Poller(Worker):

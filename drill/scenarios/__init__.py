@@ -23,6 +23,8 @@ class Scenario:
     unclean: bool = False  # elects uncleanly on purpose: LATEST may go back where that truncated (not KIP-207's case)
     probe: bool = False  # runs the epoch probe (drill/workload.py): Produce to stale leaders, KIP-359
     transactional: bool = False  # the producer writes transactions (drill/workload.py's TransactionalProducer)
+    group_members: int = 0  # members of the workload's consumer group at the start (drill/workload.py's ConsumerGroup)
+    group_protocol: str = "classic"  # the consumers' group.protocol unless --group-protocol says
     # a scenario with a fixed shape (a rolling restart) plans its own schedule; others draw from `faults`
     plan: Callable[[int, float, list[str], int], list[ScheduledFault]] | None = None
 
@@ -35,6 +37,7 @@ class Scenario:
 def scenarios() -> dict[str, Scenario]:
     from epoch_broker.drill.scenarios import (
         chaos,
+        consumer_group_churn,
         controller_loss,
         disk_faults,
         isr_churn,
@@ -54,4 +57,4 @@ def scenarios() -> dict[str, Scenario]:
     return {module.SCENARIO.name: module.SCENARIO for module in (
         leader_kill, zombie_follower, kip101_scenario_1, kip101_scenario_2, unclean_truncation, stale_leader,
         kip207_offsets, isr_churn, controller_loss, rolling_restart, power_loss, disk_faults, network_partition,
-        transactions, chaos)}
+        transactions, consumer_group_churn, chaos)}

@@ -20,7 +20,7 @@ TOPIC = "t"
 CLEAN = {0: 5, 1: 3}  # partition -> records in the clean drill
 INVARIANTS = ["lost", "duplicated", "inconsistent_offsets", "non_monotonic", "unseen", "epoch_regression",
               "latest_regression", "undetected_truncation", "replicas_consistent", "epoch_fenced_produce",
-              "aborted_read", "partial_transaction"]
+              "aborted_read", "partial_transaction", "poll_skip", "nonmonotonic_poll", "owned_twice"]
 
 
 class Drill:
@@ -136,6 +136,10 @@ def test_a_writer_shared_by_threads_never_tears_a_line(tmp_path: Path) -> None:
      "'isolation' is 'dirty', expected one of 'read_committed', 'read_uncommitted'"),
     ("txn", {"txn": 0, "outcome": "committed", "error": None}, "'outcome' is 'committed'"),
     ("txn", {"txn": 0, "outcome": "commit"}, "the txn event lacks 'error'"),
+    ("assigned", {"topic": TOPIC, "partitions": [0, "1"]}, "'partitions' must be a list of integers"),
+    ("assigned", {"topic": TOPIC, "partitions": 0}, "'partitions' is 0, expected list"),
+    ("revoked", {"topic": TOPIC, "partitions": [0], "how": "fenced"}, "'how' is 'fenced'"),
+    ("member", {"group": "g", "phase": "start", "protocol": "consumer"}, "the member event lacks 'instance'"),
 ])
 def test_a_writer_refuses_an_event_the_format_does_not_allow(tmp_path: Path, op: str, fields: dict[str, Any],
                                                               message: str) -> None:
@@ -237,13 +241,13 @@ def test_a_producer_acknowledged_at_a_lower_offset_than_an_earlier_send_is_non_m
     assert example.endswith("), sent after 'p0-5' acked at offset 6")
 
 
-def test_a_consumer_going_back_is_non_monotonic_unless_it_reported_a_truncation(drill: Drill) -> None:
+def test_a_consumer_going_back_is_a_nonmonotonic_poll_unless_it_reported_a_truncation(drill: Drill) -> None:
     drill.read("consumer", 0, 2, "p0-2")
     result = drill.check()
-    assert failed(result) == {"non_monotonic": 1}
-    (example,) = result.invariant("non_monotonic").examples
+    assert failed(result) == {"nonmonotonic_poll": 1}
+    (example,) = result.invariant("nonmonotonic_poll").examples
     assert example.startswith("consumer t-0: read offset 2 ('p0-2') at +")
-    assert ", after offset 4 at +" in example
+    assert ", after offset 4 at +" in example and example.endswith(", in one assignment")
 
     drill.close()
     (drill.directory / "consumer.jsonl").write_text("")
@@ -256,7 +260,7 @@ def test_a_consumer_going_back_is_non_monotonic_unless_it_reported_a_truncation(
 
     drill.truncation("consumer", 0, 2)
     drill.read("consumer", 0, 1, "p0-1")  # back past the truncation it reported
-    (example,) = drill.check().invariant("non_monotonic").examples
+    (example,) = drill.check().invariant("nonmonotonic_poll").examples
     assert ", after its truncation to offset 2 at +" in example
 
 
@@ -439,6 +443,146 @@ def test_histories_without_transactions_say_so_and_pass_them(drill: Drill) -> No
     assert result.invariant("aborted_read").note.endswith("(no transactions)")
     assert result.invariant("partial_transaction").note.endswith("(no transactions)")
     assert "transactions_commit" not in result.figures
+
+
+# --- consumer groups: polls within an assignment, and who holds a partition
+
+GROUP_LOG = {0: range(10), 1: [0, 1, 2, 4, 5]}  # the final log's offsets; partition 1 has none at 3 (a marker)
+Step = tuple[Any, ...]
+
+
+def group_history(directory: Path, steps: list[Step]) -> Drill:
+    """The final log of GROUP_LOG, then `steps` in order, each one event of a member (times rise in step order):
+    ("start", client[, group]), ("end", client), ("assign", client, partitions), ("revoke" | "lost", client,
+    partitions), ("read", client, partition, offset), ("truncation", client, partition, offset)."""
+    history = Drill(directory)
+    for partition, offsets in GROUP_LOG.items():
+        for offset in offsets:
+            history.read("reader", partition, offset, f"p{partition}-{offset}")
+    for kind, client, *rest in steps:
+        writer = history(client)
+        if kind == "start":
+            writer.record("member", group=rest[0] if rest else "g", phase="start", instance=None, protocol="consumer")
+        elif kind == "end":
+            writer.record("member", group="g", phase="end", instance=None, protocol="consumer")
+        elif kind == "assign":
+            writer.record("assigned", topic=TOPIC, partitions=rest[0])
+        elif kind in ("revoke", "lost"):
+            writer.record("revoked", topic=TOPIC, partitions=rest[0], how=kind)
+        elif kind == "read":
+            partition, offset = rest
+            history.read(client, partition, offset, f"p{partition}-{offset}")
+        else:
+            history.truncation(client, *rest)
+    return history
+
+
+def reads(client: str, partition: int, *offsets: int) -> list[Step]:
+    return [("read", client, partition, offset) for offset in offsets]
+
+
+START = [("start", "a"), ("start", "b")]
+
+GROUP_CASES: list[tuple[str, list[Step], dict[str, int]]] = [
+    # protocols as they should behave: nothing to report
+    ("classic eager: everything revoked, then the new assignment; the new owner re-reads from the commit",
+     [*START, ("assign", "a", [0, 1]), *reads("a", 0, 0, 1, 2), *reads("a", 1, 0, 1), ("revoke", "a", [0, 1]),
+      ("assign", "a", [0]), ("assign", "b", [1]), *reads("a", 0, 2, 3), *reads("b", 1, 1, 2, 4)], {}),
+    ("classic cooperative: only the partition that moves is revoked; the other's polls go on",
+     [*START, ("assign", "a", [0, 1]), *reads("a", 0, 0, 1), ("revoke", "a", [1]), ("assign", "b", [1]),
+      *reads("a", 0, 2, 3), *reads("b", 1, 0, 1)], {}),
+    ("consumer (KIP-848): lost when fenced, then the partition moves", [
+        *START, ("assign", "a", [0]), *reads("a", 0, 0, 1), ("lost", "a", [0]), ("assign", "b", [0]),
+        *reads("b", 0, 0, 1, 2)], {}),
+    ("a member that closed holds nothing after its end", [
+        *START, ("assign", "a", [0]), ("end", "a"), ("assign", "b", [0])], {}),
+    ("a static member's new instance is the same client: it holds again what it held",
+     [("start", "s"), ("assign", "s", [0]), ("end", "s"), ("start", "s"), ("assign", "s", [0])], {}),
+    ("members of two groups may both hold a partition", [
+        ("start", "a", "g1"), ("start", "b", "g2"), ("assign", "a", [0]), ("assign", "b", [0])], {}),
+    ("the first read of an assignment may start anywhere", [*START, ("assign", "a", [0]), *reads("a", 0, 4, 5)], {}),
+    ("offsets the final log does not hold (markers, aborted records) are no skip", [
+        *START, ("assign", "a", [1]), *reads("a", 1, 1, 2, 4, 5)], {}),
+    ("a reported truncation is a seek: the next read is due at its offset", [
+        *START, ("assign", "a", [0]), *reads("a", 0, 0, 1, 2), ("truncation", "a", 0, 1), *reads("a", 0, 1, 2)], {}),
+    # anomalies
+    ("two live members holding one partition", [
+        *START, ("assign", "a", [0, 1]), ("assign", "b", [1])], {"owned_twice": 1}),
+    ("a revocation of another partition does not end a holding", [
+        *START, ("assign", "a", [0, 1]), ("revoke", "a", [1]), ("assign", "b", [0, 1])], {"owned_twice": 1}),
+    ("a skipped offset within one assignment", [
+        *START, ("assign", "a", [0]), *reads("a", 0, 0, 1, 3, 4, 7)], {"poll_skip": 2}),
+    ("a skip after a seek to a reported truncation", [
+        *START, ("assign", "a", [0]), *reads("a", 0, 0, 1, 2), ("truncation", "a", 0, 1), *reads("a", 0, 2)],
+     {"poll_skip": 1}),
+    ("polls going back, or repeating an offset, within one assignment", [
+        *START, ("assign", "a", [0]), *reads("a", 0, 0, 1, 2, 1, 1)], {"nonmonotonic_poll": 2}),
+    ("below a seek to a reported truncation", [
+        *START, ("assign", "a", [0]), *reads("a", 0, 0, 1, 2), ("truncation", "a", 0, 2), *reads("a", 0, 1)],
+     {"nonmonotonic_poll": 1}),
+    ("polls going back or skipping across a new assignment are no anomaly", [
+        *START, ("assign", "a", [0]), *reads("a", 0, 0, 1, 2, 3), ("revoke", "a", [0]), ("assign", "a", [0]),
+        *reads("a", 0, 1), ("lost", "a", [0]), ("assign", "a", [0]), *reads("a", 0, 5), ("end", "a"),
+        ("start", "a"), ("assign", "a", [0]), *reads("a", 0, 0)], {}),
+    ("a consumer with partitions assigned by hand has one assignment of each", [*reads("c", 0, 0, 1, 3, 2)],
+     {"poll_skip": 1, "nonmonotonic_poll": 1}),
+]
+
+
+@pytest.mark.parametrize(("steps", "anomalies"), [case[1:] for case in GROUP_CASES],
+                         ids=[case[0] for case in GROUP_CASES])
+def test_consumer_group_rules_on_synthetic_histories(tmp_path: Path, steps: list[Step],
+                                                     anomalies: dict[str, int]) -> None:
+    assert failed(group_history(tmp_path, steps).check()) == anomalies
+
+
+def test_an_overlap_names_both_members_and_when_each_held_the_partition(tmp_path: Path) -> None:
+    history = group_history(tmp_path, [*START, ("start", "c"), ("assign", "a", [0]), ("assign", "b", [0]),
+                                       ("lost", "a", [0]), ("assign", "c", [1]), ("assign", "b", [1]), ("end", "b")])
+    result = history.check()
+    assert failed(result) == {"owned_twice": 2}
+    first, second = result.invariant("owned_twice").examples
+    assert first.startswith("g t-0: a held it from +") and " to lost at +" in first
+    assert ", b from +" in first and " to its end at +" in first and "both for 0.0" in first and first.endswith(" s")
+    assert second.startswith("g t-1: c held it from +") and "to the end of the history, b from +" in second
+    figures = result.figures
+    assert (figures["members"], figures["member_starts"], figures["assignments"], figures["revocations"],
+            figures["assignments_lost"], figures["member_reads"]) == (3, 3, 4, 0, 1, 0)
+
+
+def test_clients_that_record_no_member_event_are_one_group(tmp_path: Path) -> None:
+    result = group_history(tmp_path, [("assign", "a", [0]), ("assign", "b", [0])]).check()
+    assert failed(result) == {"owned_twice": 1}
+    (example,) = result.invariant("owned_twice").examples
+    assert example.startswith("the group t-0: a held it from +")
+    assert example.endswith("to the end of the history: both for the rest of the history")
+    assert result.figures["members"] == 0 and result.figures["assignments"] == 2
+
+
+def test_a_poll_skip_names_the_consumer_the_offsets_and_what_it_skipped(tmp_path: Path) -> None:
+    history = group_history(tmp_path, [*START, ("assign", "a", [0]), *reads("a", 0, 0, 4), ("assign", "b", [1]),
+                                       *reads("b", 1, 1, 4)])
+    result = history.check()
+    assert failed(result) == {"poll_skip": 2}
+    four, one = result.invariant("poll_skip").examples
+    assert four.startswith("a t-0: read offset 4 ('p0-4') at +") and ", after offset 0 at +" in four
+    assert four.endswith(", in one assignment: skipped 3 offsets the final log holds (1..3)")
+    assert one.endswith("skipped 1 offset the final log holds (2)")
+    assert "poll-skip" in result.invariant("poll_skip").note
+
+
+def test_a_read_committed_consumer_skipping_an_aborted_transaction_is_no_poll_skip(tmp_path: Path) -> None:
+    """A final log read read_uncommitted holds the aborted records; a read_committed consumer never sees them."""
+    history = Transactions(tmp_path / "history")
+    committed, aborted, after = (history.transaction(0, "commit"), history.transaction(1, "abort"),
+                                 history.transaction(2, "commit"))
+    history.read("reader", committed + aborted + after, isolation="read_uncommitted")
+    history.read("consumer", committed + after)
+    history.read("dirty-consumer", committed + after, isolation="read_uncommitted")
+    result = history.drill.check()
+    assert failed(result) == {"poll_skip": 1}
+    (example,) = result.invariant("poll_skip").examples
+    assert example.startswith("dirty-consumer t-0: read offset 8 ") and example.endswith("(4..6)")
 
 
 # --- the command

@@ -1,18 +1,23 @@
 """`epoch-broker drill` end to end (issue 12): real cluster processes, real clients, a seeded fault schedule, the
-checker's verdict and the report; the schedule's determinism; replay; attaching to a running cluster."""
+checker's verdict and the report; the schedule's determinism; replay; attaching to a running cluster. The
+consumer-group drill (issue 29) with both group protocols, and its faults' plumbing without a cluster."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
+from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
-from epoch_broker.drill.nemesis import FAULTS, make_schedule
+from epoch_broker.drill.history import HistoryWriter, read_history
+from epoch_broker.drill.nemesis import FAULTS, GROUP, Nemesis, ScheduledFault, make_schedule
 from epoch_broker.drill.scenarios import scenarios
+from epoch_broker.drill.workload import CLASSIC_ONLY, STATIC_MEMBER, consumer_config
 
 from tests.cluster.support import start_cluster
 
@@ -169,3 +174,115 @@ def test_a_transactions_drill_kills_the_coordinator_mid_transaction_and_reads_ea
     ended = {e["txn"]: e for e in history if e["op"] == "txn"}
     assert any(first_send[txn] < kill["time"] < ended[txn]["time"] for kill in kills for txn in ended
                if txn in first_send), "no kill fell inside a transaction"
+
+
+# --- the consumer group's drill (issue 29)
+
+CONSUMER_PROTOCOL_SERVED = importlib.util.find_spec("epoch_broker.broker.handlers.consumer_group_heartbeat") is not None
+
+
+def test_the_consumer_protocol_leaves_out_what_librdkafka_refuses_there() -> None:
+    config = {"group.id": "g", "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+              "partition.assignment.strategy": "range", "group.protocol.type": "consumer"}
+    assert consumer_config(config, "classic") == {**config, "group.protocol": "classic"}
+    assert consumer_config(config, "consumer") == {"group.id": "g", "group.protocol": "consumer"}
+    assert set(CLASSIC_ONLY) == set(config) - {"group.id"}
+    with pytest.raises(ValueError, match="group protocol 'eager' is not one of classic, consumer"):
+        consumer_config(config, "eager")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_churn_plan_holds_every_member_fault_and_one_or_two_coordinator_kills(seed: int) -> None:
+    churn = scenarios()["consumer-group-churn"]
+    assert (churn.group_protocol, churn.group_members) == ("consumer", 3)
+    plan = churn.schedule(seed, 25.0, BROKERS)
+    counts = Counter(fault.fault for fault in plan)
+    assert {"member-join", "member-leave", "static-restart"} <= set(counts), plan
+    assert 1 <= counts["group-coordinator-kill"] <= 2, plan
+    assert {fault.target for fault in plan if fault.fault != "group-coordinator-kill"} == {GROUP}
+    assert all(a.at_s + a.duration_s < b.at_s for a, b in pairwise(plan))
+
+
+class FakeGroup:
+    """What the nemesis asks of the workload's ConsumerGroup, recorded."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.numbers = 0
+
+    def next_name(self) -> str:
+        return f"member-{self.numbers}"
+
+    def join(self) -> str:
+        self.calls.append(f"join {self.next_name()}")
+        self.numbers += 1
+        return f"member-{self.numbers - 1}"
+
+    def oldest(self) -> str:
+        return "member-0"
+
+    def leave(self, name: str) -> None:
+        self.calls.append(f"leave {name}")
+
+    def stop_static(self) -> str:
+        self.calls.append("stop static")
+        return STATIC_MEMBER
+
+    def start_static(self) -> str:
+        self.calls.append("start static")
+        return STATIC_MEMBER
+
+
+def test_member_faults_act_on_the_workloads_group_and_name_the_member(tmp_path: Path) -> None:
+    group = FakeGroup()
+    with HistoryWriter(tmp_path, "nemesis") as history:
+        nemesis = Nemesis(None, "drill", history, group)  # type: ignore[arg-type]  # member faults need no cluster
+        for name in ("member-join", "member-leave", "static-restart"):
+            nemesis.start(ScheduledFault(0.0, name, GROUP, 1.0))()
+        Nemesis(None, "drill", history).start(ScheduledFault(0.0, "member-join", GROUP, 1.0))()  # type: ignore[arg-type]
+    assert group.calls == ["join member-0", "leave member-0", "leave member-0", "join member-1", "stop static",
+                           "start static"]
+    events = [(e["fault"], e["target"], e["phase"], e["detail"]) for e in read_history(tmp_path)]
+    assert [event[:3] for event in events[:6]] == [
+        ("member-join", "member-0", "start"), ("member-join", "member-0", "end"),
+        ("member-leave", "member-0", "start"), ("member-leave", "member-0", "end"),
+        ("static-restart", STATIC_MEMBER, "start"), ("static-restart", STATIC_MEMBER, "end")]
+    assert events[3][3] == "member-1 joined" and events[5][3] == f"a new instance of {STATIC_MEMBER} started"
+    assert events[6][2] == "end" and events[6][3] == "not applied: the drill has no consumer group for member-join"
+    assert nemesis.applied == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", [
+    "classic",
+    pytest.param("consumer", marks=pytest.mark.skipif(not CONSUMER_PROTOCOL_SERVED, reason=(
+        "the broker does not serve group.protocol=consumer yet (no ConsumerGroupHeartbeat handler)")))])
+def test_a_consumer_group_churn_drill_passes_with_either_group_protocol(tmp_path: Path, protocol: str) -> None:
+    out = tmp_path / "report"
+    run = drill("consumer-group-churn", "--group-protocol", protocol, "--seed", "3", "--duration", "25",
+                "--out", str(out), cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-3000:]
+    assert f"group protocol {protocol} (3 members in group drill-group)" in run.stdout
+    report = json.loads((out / "report.json").read_text())
+    assert (report["group_protocol"], report["group_members"]) == (protocol, 3)
+    figures, invariants = report["check"]["figures"], {i["name"]: i for i in report["check"]["invariants"]}
+    for name in ("poll_skip", "nonmonotonic_poll", "owned_twice"):
+        assert invariants[name]["passed"] and invariants[name]["count"] == 0, invariants[name]
+    # every fault applied: members joined, left and the static one restarted; the coordinator was killed
+    applied = [(e["fault"], e["target"]) for e in fault_events(out) if e["phase"] == "start"]
+    assert not [e for e in fault_events(out) if "not applied" in (e["detail"] or "")]
+    assert {fault for fault, _ in applied} == {"member-join", "member-leave", "static-restart",
+                                                "group-coordinator-kill"}
+    assert all(target.startswith("broker-") for fault, target in applied if fault == "group-coordinator-kill")
+    # the members read: the group rebalanced on each join and leave, and every member's start has its end
+    history = read_history(out / "history")
+    members = [e for e in history if e["op"] == "member"]
+    assert figures["member_reads"] > 1000 and figures["assignments"] >= 6 and figures["assignments_lost"] == 0
+    assert Counter(e["phase"] for e in members) == {"start": figures["member_starts"], "end": figures["member_starts"]}
+    assert {e["protocol"] for e in members} == {protocol}
+    # the static member came back as a new instance of itself, with partitions again
+    static = [e for e in history if e["client"] == STATIC_MEMBER and e["op"] in ("member", "assigned")]
+    restart = next(i for i, e in enumerate(static) if e["op"] == "member" and e["phase"] == "start" and i > 0)
+    assert any(e["op"] == "assigned" and e["partitions"] for e in static[restart:])
+    page = (out / "report.html").read_text()
+    assert "id='holders'" in page and f"group protocol {protocol}" in page

@@ -54,3 +54,23 @@ def test_the_report_renders_in_headless_chromium_with_its_timeline(tmp_path: Pat
     assert (0xE3, 0xF4, 0xE1) in seen  # the invariants table's pass rows
     dom = chromium(tmp_path / "profile", "--dump-dom", page.as_uri()).stdout
     assert dom.count("class=\"leader\"") == 2 and "leader-kill broker-0" in dom
+
+
+def test_the_report_shows_the_group_protocol_and_who_held_each_partition(tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    synthetic_drill(history)
+    with HistoryWriter(history, "member-0") as first, HistoryWriter(history, "member-1") as second:
+        for member in (first, second):
+            member.record("member", group="g", phase="start", instance=None, protocol="consumer")
+        first.record("assigned", topic="drill", partitions=[0])
+        first.record("revoked", topic="drill", partitions=[0], how="revoke")
+        second.record("assigned", topic="drill", partitions=[0])
+    result = check_directory(history)
+    assert result.passed
+    document = {"scenario": "consumer-group-churn", "seed": 1, "duration_s": 12.0, "wall_s": 20.0, "timings": {},
+                "check": result.to_json(), "schedule": [], "group_protocol": "consumer", "group_members": 2}
+    page = report.render(document, history)
+    assert "consumer group of 2 members at the start, group protocol consumer" in page
+    assert page.count("class='held'") == 2 and "member-0 holds drill-0 from " in page
+    assert " s to on_revoke at " in page and "member-1 holds drill-0 from" in page and "to the end" in page
+    assert "no consumer group" in report.render({**document, "group_members": 0, "group_protocol": "classic"}, history)
