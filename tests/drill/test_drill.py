@@ -50,6 +50,11 @@ def test_the_same_seed_gives_the_same_schedule_and_another_seed_another() -> Non
     assert [f.target for f in scenarios()["rolling-restart"].schedule(5, 30.0, BROKERS)] == BROKERS
 
 
+def test_the_readme_lists_every_scenario() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert [name for name in scenarios() if f"| `{name}` |" not in readme] == []
+
+
 @pytest.mark.slow
 def test_a_leader_kill_drill_passes_its_invariants_and_a_replay_applies_the_same_faults(tmp_path: Path) -> None:
     out = tmp_path / "report"
