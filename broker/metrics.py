@@ -365,11 +365,10 @@ def consumer_lag(broker: BrokerServices) -> Iterator[tuple[str, str, int, int, i
     if coordinator is None:
         return
     replicas = broker.replica_manager
-    for group in coordinator.groups.values():
-        for (topic, index), committed in group.offsets.items():
-            partition = replicas.get(topic, index)
-            lag = None if partition is None else max(partition.log.high_watermark - committed.offset, 0)
-            yield group.group_id, topic, index, committed.offset, lag
+    for group_id, (topic, index), committed in coordinator.committed_offsets():
+        partition = replicas.get(topic, index)
+        lag = None if partition is None else max(partition.log.high_watermark - committed.offset, 0)
+        yield group_id, topic, index, committed.offset, lag
 
 
 def _broker_families(broker: BrokerServices, connections: int) -> Iterator[Metric]:
@@ -419,7 +418,7 @@ def _broker_families(broker: BrokerServices, connections: int) -> Iterator[Metri
                     "Groups coordinated here, per state", ("state",))
     by_state: dict[str, int] = {}
     for group in coordinator.groups.values() if coordinator is not None else ():
-        by_state[str(group.state)] = by_state.get(str(group.state), 0) + 1
+        by_state[group.state_name] = by_state.get(group.state_name, 0) + 1
     for state, count in sorted(by_state.items()):
         groups.add_metric([state], count)
     yield groups

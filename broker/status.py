@@ -164,12 +164,14 @@ def broker_status(broker: BrokerServices, controller: Controller | None) -> dict
     for group_id, topic_name, index, committed, lag in consumer_lag(broker):
         offsets.setdefault(group_id, []).append({"topic": topic_name, "partition": index, "committed": committed,
                                                  "lag": lag})
+    epochs = {(group_id, key): committed.leader_epoch
+              for group_id, key, committed in (coordinator.committed_offsets() if coordinator is not None else ())}
     for group in coordinator.groups.values() if coordinator is not None else ():
-        epochs = {key: committed.leader_epoch for key, committed in group.offsets.items()}
         for entry in offsets.get(group.group_id, []):
-            entry["leader_epoch"] = epochs[(entry["topic"], entry["partition"])]
-        status["groups"].append({"group_id": group.group_id, "state": str(group.state), "members": len(group.members),
-                                 "protocol": group.protocol_name, "offsets": offsets.get(group.group_id, [])})
+            entry["leader_epoch"] = epochs[(group.group_id, (entry["topic"], entry["partition"]))]
+        status["groups"].append({"group_id": group.group_id, "state": group.state_name, "members": group.num_members(),
+                                 "protocol": getattr(group, "protocol_name", None),  # a classic group's assignor
+                                 "offsets": offsets.get(group.group_id, [])})
     return status
 
 

@@ -1,6 +1,7 @@
-"""One classic consumer group: members, generation, protocol, state, committed and pending offsets.
+"""One classic consumer group (Kafka's classic/ClassicGroup): members, generation, protocol, state. Its committed
+offsets are not group state: they live in `offset_metadata_manager.py`.
 
-State machine (Kafka's GroupMetadata):
+State machine (Kafka's ClassicGroupState):
 
     Empty --join--> PreparingRebalance --all joined / rebalance timeout--> CompletingRebalance
     CompletingRebalance --leader's SyncGroup--> Stable
@@ -12,22 +13,32 @@ Rules:
 - The generation rises each time a join phase completes; the first generation a client sees is 1
   (aiokafka sends LeaveGroup only when generation > 0).
 - The protocol is the one every member supports with the most first-choice votes, as Kafka selects it.
-- A transactional offset (TxnOffsetCommit) stays pending per producer id until its transaction's marker: the commit
-  makes it committed unless the committed one of that partition was appended after it (Kafka's
-  CommitRecordMetadataAndOffset order), the abort drops it. Deleting an offset deletes the pending ones too.
-- Pure bookkeeping: the coordinator owns timers, futures and persistence; this module only decides.
+- A "simple" group (offsets committed with generation -1 by a consumer without group management, or by a
+  transactional producer) is an Empty classic group with no protocol type, as Kafka creates it.
+- Offset commits (Kafka's ClassicGroup.validateOffsetCommit): a Dead group is COORDINATOR_NOT_AVAILABLE (it is being
+  deleted); a fenced static member FENCED_INSTANCE_ID; generation -1 is taken only while the group is Empty, and a
+  TxnOffsetCommit naming no member (before v3) always; otherwise the member must be known (UNKNOWN_MEMBER_ID) and of
+  the current generation (ILLEGAL_GENERATION). An OffsetCommit waits for the assignment (REBALANCE_IN_PROGRESS in
+  CompletingRebalance; PreparingRebalance is allowed: a member may commit in its revocation callback); a
+  TxnOffsetCommit does not, as in Kafka.
+- Offset expiry (KIP-211, `offset_expiration_condition`): in an Empty group, from when it became empty (from each
+  commit in a simple group); in a Stable consumer-protocol group, from each commit, for topics no member subscribes
+  to; never otherwise.
+- Pure bookkeeping: `classic_protocol.py` owns timers, parked requests and persistence; this module only decides.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from epoch_broker.broker.groups import records
 from epoch_broker.broker.groups.records import subscribed_topics
+from epoch_broker.protocol.errors import ErrorCode
 
 
 class ClassicGroupState(StrEnum):
@@ -61,22 +72,6 @@ class ClassicGroupMember:
         return self.protocols == protocols
 
 
-@dataclass(slots=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    # The topic's id when committed (KIP-232): a re-created topic has a new id and the offset is void.
-    # None for offsets loaded from the log (the record format has no topic id); bound on first use.
-    topic_id: bytes | None = None
-    # Where its record's batch is in `__consumer_offsets` (-1 while being appended): the later commit wins.
-    log_offset: int = -1
-
-
-OffsetKey = tuple[str, int]  # (topic, partition)
-
-
 @dataclass(eq=False)
 class ClassicGroup:
     group_id: str
@@ -91,18 +86,126 @@ class ClassicGroup:
     static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id
     # Members told MEMBER_ID_REQUIRED (JoinGroup v4+), with the timer that forgets them.
     pending_members: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
-    offsets: dict[OffsetKey, CommittedOffset] = field(default_factory=dict)
-    # Transactional offsets by producer id, until the transaction's marker (never an empty inner dict).
-    pending_txn_offsets: dict[int, dict[OffsetKey, CommittedOffset]] = field(default_factory=dict)
     join_timer: asyncio.TimerHandle | None = None
     # While an empty group's first join phase is held open (group.initial.rebalance.delay.ms): how much of
     # the rebalance timeout is left to extend it while new members keep arriving. None otherwise.
     initial_delay_remaining_ms: int | None = None
     new_member_joined: bool = False
 
+    type = "classic"
+
     def transition(self, state: ClassicGroupState, now_ms: int) -> None:
         self.state = state
         self.state_timestamp = now_ms
+
+    @classmethod
+    def from_record(cls, group_id: str, partition: int, value: Any) -> ClassicGroup:
+        """The group as its last GroupMetadataValue left it: Stable with its members (who keep heartbeating their
+        generation after a coordinator restart), or Empty. Kafka's ClassicGroup.fromRecord; no timer is armed."""
+        group = cls(group_id, partition, generation_id=value.generation, protocol_type=value.protocol_type or None,
+                    protocol_name=value.protocol, state_timestamp=value.current_state_timestamp)
+        for m in value.members:
+            group.add(ClassicGroupMember(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout,
+                m.session_timeout, group.protocol_type or "", [(group.protocol_name or "", bytes(m.subscription))],
+                bytes(m.assignment),
+            ))
+        group.leader_id = value.leader if value.leader in group.members else group.leader_id
+        group.new_member_joined = False
+        group.state = ClassicGroupState.STABLE if group.members else ClassicGroupState.EMPTY
+        return group
+
+    def metadata_record(self) -> tuple[bytes, bytes]:
+        """The group's GroupMetadataKey v2 / GroupMetadataValue v3 record (Kafka's newGroupMetadataRecord)."""
+        cls = records.GROUP_METADATA_VALUE
+        value = cls.cls(
+            protocol_type=self.protocol_type or "",
+            generation=self.generation_id,
+            protocol=self.protocol_name,
+            leader=self.leader_id if self.members else None,
+            current_state_timestamp=self.state_timestamp,
+            members=[
+                cls.MemberMetadata(
+                    member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                    client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
+                    session_timeout=m.session_timeout_ms, subscription=m.metadata(self.protocol_name),
+                    assignment=m.assignment,
+                )
+                for m in self.members.values()
+            ],
+        )
+        return records.group_key(self.group_id), records.group_value(value)
+
+    # -- the Group interface (group.py) -------------------------------------------------------------------
+
+    @property
+    def state_name(self) -> str:
+        return self.state.value
+
+    def num_members(self) -> int:
+        return len(self.members)
+
+    def is_empty(self) -> bool:
+        """Empty, and no member id handed out with MEMBER_ID_REQUIRED is still expected back."""
+        return self.state is ClassicGroupState.EMPTY and not self.pending_members
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Whether a member consumes `topic`; True when that cannot be known (a protocol other than "consumer", or
+        a subscription that does not decode), so its offsets are kept."""
+        if self.state is ClassicGroupState.EMPTY:
+            return False
+        subscribed = self.subscribed_topics()
+        return subscribed is None or topic in subscribed
+
+    def validate_offset_commit(self, member_id: str, group_instance_id: str | None,
+                               generation_id_or_member_epoch: int, api_version: int,
+                               transactional: bool = False) -> ErrorCode:
+        """The rules are in the module's docstring; every OffsetCommit version is served alike."""
+        generation_id = generation_id_or_member_epoch
+        if self.state is ClassicGroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if self.is_fenced(member_id, group_instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if generation_id < 0 and self.state is ClassicGroupState.EMPTY:
+            return ErrorCode.NONE
+        if transactional and generation_id < 0 and not member_id and group_instance_id is None:
+            return ErrorCode.NONE  # TxnOffsetCommit before v3 names no member: nothing to fence
+        if member_id not in self.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != self.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        if not transactional and self.state is ClassicGroupState.COMPLETING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """A classic group's offsets are anyone's to read (OffsetFetch names a member only for consumer groups)."""
+        return ErrorCode.NONE
+
+    def validate_offset_delete(self) -> ErrorCode:
+        return ErrorCode.GROUP_ID_NOT_FOUND if self.state is ClassicGroupState.DEAD else ErrorCode.NONE
+
+    def validate_delete_group(self) -> ErrorCode:
+        if self.state is ClassicGroupState.DEAD:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        return ErrorCode.NONE if self.state is ClassicGroupState.EMPTY else ErrorCode.NON_EMPTY_GROUP
+
+    def offset_expiration_condition(self) -> Callable[[int], int] | None:
+        """Given an offset's commit timestamp, the time its retention counts from; None: nothing expires now."""
+        if self.state is ClassicGroupState.EMPTY:
+            if self.protocol_type is None or self.state_timestamp < 0:  # a simple group: from each commit
+                return lambda commit_timestamp: commit_timestamp
+            emptied = self.state_timestamp
+            return lambda _: emptied
+        if self.state is ClassicGroupState.STABLE and self.subscribed_topics() is not None:
+            return lambda commit_timestamp: commit_timestamp
+        return None
+
+    def tombstone_records(self) -> list[tuple[bytes, bytes | None]]:
+        return [(records.group_key(self.group_id), None)]
+
+    def set_dead(self, dead: bool, now_ms: int) -> None:
+        self.transition(ClassicGroupState.DEAD if dead else ClassicGroupState.EMPTY, now_ms)
 
     # -- membership ---------------------------------------------------------------------------------------
 
@@ -185,68 +288,3 @@ class ClassicGroup:
             topics.update(found)
         return topics
 
-    # -- offsets ------------------------------------------------------------------------------------------
-
-    def store_offset(self, key: OffsetKey, committed: CommittedOffset) -> None:
-        """Commit an offset unless the one committed was appended after it: a transaction's offsets commit at
-        its marker, after plain commits that may be newer."""
-        current = self.offsets.get(key)
-        if current is None or current.log_offset < committed.log_offset:
-            self.offsets[key] = committed
-
-    def stage_txn_offsets(self, producer_id: int,
-                          offsets: list[tuple[OffsetKey, CommittedOffset]]) -> dict[OffsetKey, CommittedOffset]:
-        """Transactional offsets are pending from their append until `complete_txn`. Returns the pending ones of
-        the producer they replace, for `unstage_txn_offsets`."""
-        staged = self.pending_txn_offsets.setdefault(producer_id, {})
-        replaced = {key: staged[key] for key, _ in offsets if key in staged}
-        staged.update(offsets)
-        return replaced
-
-    def unstage_txn_offsets(self, producer_id: int, offsets: list[tuple[OffsetKey, CommittedOffset]],
-                            replaced: dict[OffsetKey, CommittedOffset]) -> None:
-        """Their append failed (a zombie's stale producer epoch, say): those still pending give way to the ones
-        they replaced."""
-        staged = self.pending_txn_offsets.get(producer_id, {})
-        for key, committed in offsets:
-            if staged.get(key) is committed:
-                if key in replaced:
-                    staged[key] = replaced[key]
-                else:
-                    del staged[key]
-        if not staged:
-            self.pending_txn_offsets.pop(producer_id, None)
-
-    def complete_txn(self, producer_id: int, commit: bool) -> None:
-        """The producer's transaction ended: its pending offsets are committed, or dropped on abort."""
-        staged = self.pending_txn_offsets.pop(producer_id, {})
-        if commit:
-            for key, committed in staged.items():
-                self.store_offset(key, committed)
-
-    def has_pending_offset(self, key: OffsetKey) -> bool:
-        return any(key in staged for staged in self.pending_txn_offsets.values())
-
-    def has_offsets(self) -> bool:
-        """Committed or pending: a group with either is not removed as empty."""
-        return bool(self.offsets or self.pending_txn_offsets)
-
-    def all_offsets(self) -> Iterator[tuple[OffsetKey, CommittedOffset]]:
-        """Committed, then pending offsets (a partition may come more than once)."""
-        yield from self.offsets.items()
-        for staged in self.pending_txn_offsets.values():
-            yield from staged.items()
-
-    def drop_offsets(self, keys: Iterable[OffsetKey]) -> list[OffsetKey]:
-        """Forget the committed and pending offsets of these partitions; returns those that had any."""
-        dropped = []
-        for key in keys:
-            found = self.offsets.pop(key, None) is not None
-            for producer_id, staged in list(self.pending_txn_offsets.items()):
-                if staged.pop(key, None) is not None:
-                    found = True
-                    if not staged:
-                        del self.pending_txn_offsets[producer_id]
-            if found:
-                dropped.append(key)
-        return dropped

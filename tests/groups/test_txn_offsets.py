@@ -44,6 +44,14 @@ def committed(coordinator: GroupCoordinator, partition: int = 0, *, require_stab
     return fetched.offset, fetched.error
 
 
+def pending(coordinator: GroupCoordinator, group: str) -> dict[int, dict[tuple[str, int], Any]]:
+    """The group's transactional offsets pending per producer id (kept by its shard's offset manager)."""
+    shard = coordinator.shard_of(group)
+    assert shard is not None
+    offsets = shard.offsets.offsets_of(group)
+    return {} if offsets is None else offsets.pending_txn_offsets
+
+
 def marker(broker: FakeBroker, commit: bool) -> None:
     """The transaction coordinator's marker of PID, as it lands in the group's `__consumer_offsets` partition."""
     broker.replica_manager.append_marker(OFFSETS_TOPIC, PARTITION, PID, commit)
@@ -74,7 +82,7 @@ async def test_a_txn_commit_is_one_transactional_batch_pending_until_the_commit_
     assert [committed(coordinator, p) for p in (0, 1)] == [(10, ErrorCode.NONE), (11, ErrorCode.NONE)]
     (fetched, _) = coordinator.fetch_offsets("g", None)[1]
     assert (fetched.leader_epoch, fetched.metadata) == (2, "txn")
-    assert coordinator.groups["g"].pending_txn_offsets == {}
+    assert pending(coordinator, "g") == {}
 
 
 async def test_an_abort_marker_drops_the_pending_offsets(coordinator: Any) -> None:
@@ -132,7 +140,7 @@ async def test_an_abort_during_the_append_drops_the_offsets(broker: FakeBroker, 
     coordinator.complete_txn(PID, PARTITION, False)
     replicated.set()
     assert await answer == [ErrorCode.NONE]
-    assert coordinator.groups["g"].pending_txn_offsets == {}
+    assert pending(coordinator, "g") == {}
     coordinator.complete_txn(PID, PARTITION, True)
     assert committed(coordinator) == (-1, ErrorCode.NONE)
 
@@ -148,7 +156,7 @@ async def test_a_stale_producer_epoch_or_a_failed_append_keeps_what_was_pending(
     coordinator.complete_txn(PID, PARTITION, True)
     assert committed(coordinator, require_stable=True) == (5, ErrorCode.NONE)
     assert await txn_commit(coordinator, 8, group="other", epoch=3) == [ErrorCode.NOT_ENOUGH_REPLICAS]
-    assert coordinator.groups["other"].pending_txn_offsets == {}
+    assert "other" in coordinator.groups and pending(coordinator, "other") == {}
 
 
 async def test_per_partition_errors_and_a_new_group_created_empty(coordinator: Any) -> None:
@@ -158,7 +166,7 @@ async def test_per_partition_errors_and_a_new_group_created_empty(coordinator: A
         ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.OFFSET_METADATA_TOO_LARGE]
     group = coordinator.groups["new"]
-    assert group.state is ClassicGroupState.EMPTY and list(group.pending_txn_offsets[PID]) == [("t", 0)]
+    assert group.state is ClassicGroupState.EMPTY and list(pending(coordinator, "new")[PID]) == [("t", 0)]
     assert await txn_commit(coordinator, group="") == [ErrorCode.INVALID_GROUP_ID]
 
 
@@ -244,7 +252,7 @@ async def test_loading_applies_the_marker_in_the_log(broker: FakeBroker, coordin
     marker(broker, commit_marker)
     reloaded = await restarted(broker, coordinator)
     assert committed(reloaded) == ((5, ErrorCode.NONE) if commit_marker else (1, ErrorCode.NONE))
-    assert list(reloaded.groups["g"].pending_txn_offsets) == [PID + 1]
+    assert list(pending(reloaded, "g")) == [PID + 1]
     reloaded.complete_txn(PID + 1, PARTITION, True)
     assert committed(reloaded) == (8, ErrorCode.NONE)
     await reloaded.stop()
@@ -323,7 +331,7 @@ async def test_the_handler_commits_the_readable_topics_only(coordinator: Any) ->
     context = StubContext(coordinator, denied=frozenset({(ResourceType.TOPIC, "u")}))
     assert await handled(context, {"t": [0], "u": [0]}) == [
         ("t", 0, ErrorCode.NONE), ("u", 0, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
-    assert list(coordinator.groups["g"].pending_txn_offsets[PID]) == [("t", 0)]
+    assert list(pending(coordinator, "g")[PID]) == [("t", 0)]
 
 
 async def test_the_handler_tells_v0_1_clients_coordinator_not_available_while_loading(
