@@ -21,6 +21,9 @@ The invariants, each counted and shown with at most 10 examples:
 - `nonmonotonic_poll` (Jepsen's nonmonotonic-poll): a consumer's successive reads of a partition within one
   assignment go back (or repeat an offset).
 - `owned_twice`: a partition held by two live members of one consumer group at the same time.
+- `unconsumed`: a record of the final log that no member of a consumer group read: a group whose members commit
+  what they have read consumes every record at least once, through every rebalance and coordinator change (a
+  drill's members read up to the high watermarks before they close).
 
 Rules:
 - The final reader's read-back after healing is the final log: what it holds is what the cluster kept.
@@ -234,7 +237,7 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
                   _non_monotonic(history, forgiven), _unseen(history), _epoch_regression(history),
                   _latest_regression(history, allow_unclean), undetected, _replicas_consistent(history),
                   _epoch_fenced_produce(history), _aborted_read(history), _partial_transaction(history),
-                  poll_skip, nonmonotonic_poll, _owned_twice(history)]
+                  poll_skip, nonmonotonic_poll, _owned_twice(history), _unconsumed(history)]
     acks = [event for _, event in history.of_op("ack")]
     figures: dict[str, int | float] = {
         "events": len(history.events),
@@ -630,6 +633,24 @@ def _owned_twice(history: _History) -> Invariant:
                           f"{'the rest of the history' if both == float('inf') else f'{both:.3f} s'}")
     return found.verdict("owned_twice", "no partition held by two live members of one consumer group at once "
                                         "(from on_assign to on_revoke, on_lost or the member's end)")
+
+
+def _unconsumed(history: _History) -> Invariant:
+    groups: dict[str, set[str]] = defaultdict(set)  # group -> its members (clients with a member start)
+    for _, event in history.of_op("member"):
+        if event["phase"] == "start":
+            groups[event["group"]].add(event["client"])
+    note = "every record of the final log was read by a member of each consumer group (at least once)"
+    if not groups:
+        return Invariant("unconsumed", True, 0, [], note + " (no consumer group)")
+    found = _Findings()
+    for group, members in sorted(groups.items()):
+        read = {(_partition(event), event["value"]) for _, event in history.of_op("read") if event["client"] in members}
+        for record, reads in sorted(history.final_reads.items(), key=lambda item: (item[0][0], item[1][0]["offset"])):
+            if record not in read:
+                found.add(f"{group} {_name(record[0])} offset {reads[0]['offset']} ({record[1]!r}): read by none "
+                          f"of its {len(members)} members")
+    return found.verdict("unconsumed", note)
 
 
 def _group_figures(history: _History) -> dict[str, int | float]:

@@ -12,7 +12,8 @@ Phases, each announced, with a progress line every few seconds (elapsed time, fa
    least GROUP_MEMBERS_ON_REQUEST, so that the scenario's faults meet that protocol);
 4. faults: the schedule applied, each fault healed when its duration is up;
 5. heal: every process running again, every ISR full, the producers flushed;
-6. read back: every partition to its high watermark (the consumer group's members closed first);
+6. read back: every partition to its high watermark (the consumer group's members, once they have read up to
+   it too, closed first);
 7. check: the history checked (drill/checker.py), OUT/report.json and OUT/report.html written.
 Exit status: 0 when every invariant holds, 1 when one is broken, 2 for a bad argument or a cluster that does
 not come up.
@@ -66,7 +67,11 @@ COMPOSE_BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
 PROGRESS_EVERY_S = 2.0
 HEAL_TIMEOUT_S = 60.0
 CONSUMER_STOP_S = 20.0
+GROUP_CATCH_UP_S = 30.0  # the consumer group's members, to read up to the high watermarks before they close
 GROUP_MEMBERS_ON_REQUEST = 2  # a consumer group's members in a scenario without one, when --group-protocol is given
+# broker settings of the cluster a drill starts, beyond the launcher's DRILL_DEFAULTS: KIP-848 members heartbeat
+# as often as the test kit's (Kafka's 5 s would make each step of a rebalance seconds long in a drill of seconds)
+CLUSTER_OVERRIDES = {"group.consumer.heartbeat.interval.ms": "500"}
 
 
 class DrillError(RuntimeError):
@@ -184,7 +189,7 @@ def cluster_for(args: argparse.Namespace, out: Path) -> Iterator[Target]:
     directory = out / "cluster"
     base = launcher.free_base_port(args.brokers, range(20000, 30000))
     plan = launcher.plan_cluster(directory, args.brokers, base + launcher.CONTROLLER_PORT_OFFSET,
-                                 [base + i for i in range(args.brokers)])
+                                 [base + i for i in range(args.brokers)], CLUSTER_OVERRIDES)
     say(f"starting a controller and {args.brokers} brokers in {directory}")
     launcher.start_cluster(plan, directory, lambda line: say(f"  {line}"))
     try:
@@ -260,6 +265,8 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
         if consumer.thread.is_alive():  # a client wedged in poll or close: its history so far stands
             say(f"  the live consumer did not stop within {CONSUMER_STOP_S:.0f} s; left behind")
         if group is not None:
+            if not wait_until(lambda: group is not None and group.caught_up(ends), GROUP_CATCH_UP_S):
+                say(f"  the consumer group did not read up to the high watermarks within {GROUP_CATCH_UP_S:.0f} s")
             group.stop()
             say(f"  consumer group {GROUP_ID} ({protocol}): {group.started} members started over the drill, "
                 f"{group.read} records polled")

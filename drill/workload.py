@@ -42,6 +42,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
@@ -325,6 +326,7 @@ class GroupMember(Worker):
         self.instance = instance
         self.history = history
         self.read = 0
+        self.positions: dict[int, int] = {}  # partition -> its client's position, as of its last idle poll
         config = {"bootstrap.servers": bootstrap, "group.id": GROUP_ID, "client.id": f"drill-{name}",
                   "enable.auto.commit": True, "auto.commit.interval.ms": AUTO_COMMIT_MS,
                   "auto.offset.reset": "earliest", "isolation.level": ISOLATION,
@@ -359,6 +361,11 @@ class GroupMember(Worker):
     def step(self) -> None:
         message = self.consumer.poll(0.2)
         if message is None:
+            # a position at or past an offset means this member read up to it (a partition it no longer holds
+            # keeps its last position here: that reading happened all the same)
+            with contextlib.suppress(KafkaException):
+                self.positions.update((tp.partition, tp.offset)
+                                      for tp in self.consumer.position(self.consumer.assignment()))
             return
         error = message.error()
         if error is None:
@@ -406,6 +413,11 @@ class ConsumerGroup:
     @property
     def read(self) -> int:
         return self._read_by_stopped + sum(member.read for member in self.members.values())
+
+    def caught_up(self, ends: dict[int, int]) -> bool:
+        """Has a running member read each partition up to its end in `ends`?"""
+        return all(end <= 0 or any(member.positions.get(partition, -1) >= end for member in self.members.values())
+                   for partition, end in ends.items())
 
     def next_name(self) -> str:
         return f"member-{self._numbers}"

@@ -12,7 +12,7 @@ Faults: member-join, member-leave, static-restart (on the workload's members), g
 Invariants: those of leader-kill, and the consumer group's: no member's successive polls of a partition within
 one assignment skip an offset of the log (poll_skip) or go back (nonmonotonic_poll), and no partition is held
 by two live members at once (owned_twice; drill/checker.py says why the rule holds for the classic protocols
-too).
+too), and the group's members together read every record of the final log (unconsumed).
 """
 
 import random

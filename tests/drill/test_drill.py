@@ -271,8 +271,9 @@ def test_a_consumer_group_churn_drill_passes_with_either_group_protocol(tmp_path
     report = json.loads((out / "report.json").read_text())
     assert (report["group_protocol"], report["group_members"]) == (protocol, 3)
     figures, invariants = report["check"]["figures"], {i["name"]: i for i in report["check"]["invariants"]}
-    for name in ("poll_skip", "nonmonotonic_poll", "owned_twice"):
+    for name in ("poll_skip", "nonmonotonic_poll", "owned_twice", "unconsumed"):
         assert invariants[name]["passed"] and invariants[name]["count"] == 0, invariants[name]
+    assert "no consumer group" not in invariants["unconsumed"]["note"]
     # every fault applied: members joined, left and the static one restarted; the coordinator was killed
     applied = [(e["fault"], e["target"]) for e in fault_events(out) if e["phase"] == "start"]
     assert not [e for e in fault_events(out) if "not applied" in (e["detail"] or "")]

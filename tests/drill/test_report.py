@@ -63,6 +63,8 @@ def test_the_report_shows_the_group_protocol_and_who_held_each_partition(tmp_pat
         for member in (first, second):
             member.record("member", group="g", phase="start", instance=None, protocol="consumer")
         first.record("assigned", topic="drill", partitions=[0])
+        for n in range(40):  # the group read everything
+            first.record("read", topic="drill", partition=0, offset=n, value=f"p0-{n}", leader_epoch=0 if n < 25 else 1)
         first.record("revoked", topic="drill", partitions=[0], how="revoke")
         second.record("assigned", topic="drill", partitions=[0])
     result = check_directory(history)
