@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -188,11 +188,15 @@ class ConsumerGroup:
     def state_name(self) -> str:
         return self.state.value
 
+    @property
+    def protocol_type(self) -> str:
+        return "consumer"
+
+    def num_members(self) -> int:
+        return len(self.members)
+
     def is_empty(self) -> bool:
         return not self.members
-
-    def subscribed_topic_names(self) -> set[str]:
-        return set(self.subscription_metadata)
 
     def is_subscribed_to_topic(self, topic: str) -> bool:
         return topic in self.subscription_metadata
@@ -216,8 +220,29 @@ class ConsumerGroup:
             return ErrorCode.UNKNOWN_MEMBER_ID
         return ErrorCode.NONE if member_epoch == member.member_epoch else ErrorCode.STALE_MEMBER_EPOCH
 
+    def validate_offset_delete(self) -> ErrorCode:
+        return ErrorCode.GROUP_ID_NOT_FOUND if self.dead else ErrorCode.NONE
+
     def validate_delete_group(self) -> ErrorCode:
+        if self.dead:
+            return ErrorCode.GROUP_ID_NOT_FOUND
         return ErrorCode.NONE if self.state is ConsumerGroupState.EMPTY else ErrorCode.NON_EMPTY_GROUP
+
+    def offset_expiration_condition(self) -> Callable[[int], int] | None:
+        """As Kafka's ConsumerGroup: always from the commit (only topics nobody subscribes to expire)."""
+        return lambda commit_timestamp: commit_timestamp
+
+    def tombstone_records(self) -> list[tuple[bytes, bytes | None]]:
+        """Kafka's createGroupTombstoneRecords: each member's three, then the group's."""
+        decided: list[ConsumerGroupRecord] = []
+        for member_id in self.members:
+            decided += member_removal_records(self.group_id, member_id)
+        decided += [TargetAssignmentEpochRecord(self.group_id, None), SubscriptionMetadataRecord(self.group_id, None),
+                    GroupEpochRecord(self.group_id, None)]
+        return [encode_record(record) for record in decided]
+
+    def set_dead(self, dead: bool, now_ms: int) -> None:
+        self.dead = dead
 
     # -- lookups --------------------------------------------------------------------------------------------
 

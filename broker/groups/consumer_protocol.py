@@ -414,6 +414,14 @@ class ConsumerGroupProtocol:
         self.fence_member(group, member, emit)
         self._write(group, decided)
 
+    def on_loaded(self, group: ConsumerGroup) -> None:
+        """A new coordinator loaded the group: every member's session starts now, and a member owing a revocation
+        has its rebalance timeout again (Kafka's onLoaded)."""
+        for member in group.members.values():
+            self._arm_session(group, member)
+            if member.assignment.state is MemberState.UNREVOKED_PARTITIONS:
+                self._arm_rebalance(group, member)
+
     def on_topics_changed(self, groups: Iterable[ConsumerGroup]) -> None:
         """Topics were created, deleted or grew: each group rechecks its subscription at its next heartbeat."""
         for group in groups:

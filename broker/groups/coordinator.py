@@ -34,8 +34,11 @@ from typing import Any
 
 from epoch_broker.broker.groups.classic_group import ClassicGroup
 from epoch_broker.broker.groups.classic_protocol import JoinResult, SyncResult
+from epoch_broker.broker.groups.consumer_group import ConsumerGroup
+from epoch_broker.broker.groups.consumer_protocol import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
 from epoch_broker.broker.groups.group import Entry, Group
 from epoch_broker.broker.groups.offset_metadata_manager import (
+    LATEST_API_VERSION,
     NO_PRODUCER_ID,
     CommittedOffset,
     FetchedOffset,
@@ -44,7 +47,7 @@ from epoch_broker.broker.groups.offset_metadata_manager import (
 )
 from epoch_broker.broker.groups.runtime import ShardRuntime
 from epoch_broker.broker.groups.shard import GroupCoordinatorShard
-from epoch_broker.broker.metadata.records import RemoveTopicRecord
+from epoch_broker.broker.metadata.records import PartitionRecord, RemoveTopicRecord, TopicRecord
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.records import build_batch
 
@@ -139,6 +142,10 @@ class GroupCoordinator:
         # group.min/max.session.timeout.ms: a JoinGroup's session timeout outside them is INVALID_SESSION_TIMEOUT
         self.session_timeout_bounds_ms = (config.group_min_session_timeout_ms, config.group_max_session_timeout_ms)
         self.retention_ms: int = config.offsets_retention_minutes * 60_000
+        self.consumer_group_config = ConsumerGroupConfig(
+            session_timeout_ms=config.group_consumer_session_timeout_ms,
+            heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            assignors=config.group_consumer_assignors)
         self.shards: dict[int, GroupCoordinatorShard] = {}  # the partitions led and loaded here
         self.groups: Mapping[str, Group] = _Groups(self)
         self._retention_timer: asyncio.TimerHandle | None = None
@@ -281,6 +288,9 @@ class GroupCoordinator:
         if deleted:
             for shard in list(self.shards.values()):
                 shard.offsets.drop_deleted_topics(deleted)
+        if any(isinstance(r, TopicRecord | PartitionRecord | RemoveTopicRecord) for r in metadata_records):
+            for shard in self.shards.values():  # consumer groups recheck their subscribed topics
+                shard.groups.on_topics_changed()
 
     def coordinator_error(self, group_id: str) -> ErrorCode:
         partition = partition_for(group_id, self.num_partitions)
@@ -408,6 +418,29 @@ class GroupCoordinator:
             return error, [(m, i, error) for m, i in leaving]
         return self._shard(group_id).groups.classic.leave_group(group_id, leaving)
 
+    # -- the consumer protocol (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe ---------------------
+
+    async def consumer_group_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+        """Raises KafkaError with the heartbeat's error (and Kafka's message)."""
+        try:
+            await self.ensure_offsets_topic()
+        except KafkaError as e:
+            raise KafkaError(str(e), ErrorCode.COORDINATOR_NOT_AVAILABLE) from None
+        error = self.coordinator_error(request.group_id)
+        if error is not ErrorCode.NONE:
+            raise KafkaError(f"this broker does not coordinate group {request.group_id} ({error.name})", error)
+        return await self._shard(request.group_id).groups.consumer_group_heartbeat(request)
+
+    def describe_consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
+        """(NONE, the group), or the coordinator's error, or GROUP_ID_NOT_FOUND for an unknown or classic group."""
+        error = self.coordinator_error(group_id)
+        if error is not ErrorCode.NONE:
+            return error, None
+        group = self._shard(group_id).groups.group(group_id)
+        if not isinstance(group, ConsumerGroup) or group.dead:
+            return ErrorCode.GROUP_ID_NOT_FOUND, None
+        return ErrorCode.NONE, group
+
     # -- offsets --------------------------------------------------------------------------------------------
 
     async def commit_offsets(
@@ -417,9 +450,12 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         offsets: list[OffsetToCommit],
+        api_version: int = LATEST_API_VERSION,
     ) -> list[ErrorCode]:
-        """OffsetCommit: one error per entry of `offsets`, in order."""
-        return await self._store_offsets(group_id, generation_id, member_id, group_instance_id, offsets, None)
+        """OffsetCommit: one error per entry of `offsets`, in order. `generation_id` is a consumer group member's
+        member epoch (v9+ for those members)."""
+        return await self._store_offsets(group_id, generation_id, member_id, group_instance_id, offsets, None,
+                                         api_version)
 
     async def commit_txn_offsets(
         self,
@@ -438,7 +474,8 @@ class GroupCoordinator:
                                          (producer_id, producer_epoch))
 
     async def _store_offsets(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
-                             offsets: list[OffsetToCommit], producer: tuple[int, int] | None) -> list[ErrorCode]:
+                             offsets: list[OffsetToCommit], producer: tuple[int, int] | None,
+                             api_version: int = LATEST_API_VERSION) -> list[ErrorCode]:
         try:
             await self.ensure_offsets_topic()
         except KafkaError:
@@ -449,7 +486,7 @@ class GroupCoordinator:
         if error is not ErrorCode.NONE:
             return [error] * len(offsets)
         return await self._shard(group_id).offsets.commit_offsets(group_id, generation_id, member_id,
-                                                                  group_instance_id, offsets, producer)
+                                                                  group_instance_id, offsets, producer, api_version)
 
     def complete_txn(self, producer_id: int, partition: int, commit: bool) -> None:
         """A commit (`commit`) or abort marker of `producer_id` is appended and replicated on
@@ -460,14 +497,16 @@ class GroupCoordinator:
             shard.replay_end_transaction_marker(producer_id, commit)
 
     def fetch_offsets(
-        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool = False,
+        member_id: str | None = None, member_epoch: int = -1,
     ) -> tuple[ErrorCode, list[FetchedOffset]]:
         """Committed offsets of the given partitions (all the group's when `topics` is None); with
-        `require_stable`, a partition with a pending transactional offset answers UNSTABLE_OFFSET_COMMIT."""
+        `require_stable`, a partition with a pending transactional offset answers UNSTABLE_OFFSET_COMMIT. v9+ name
+        a consumer group member and its epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)."""
         error = self.coordinator_error(group_id)
         if error is not ErrorCode.NONE:
             return error, []
-        return self._shard(group_id).offsets.fetch_offsets(group_id, topics, require_stable)
+        return self._shard(group_id).offsets.fetch_offsets(group_id, topics, require_stable, member_id, member_epoch)
 
     async def delete_offsets(
         self, group_id: str, partitions: list[tuple[str, int]]

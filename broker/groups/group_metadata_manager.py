@@ -1,11 +1,17 @@
 """The groups of one `__consumer_offsets` partition, of every type (Kafka's GroupMetadataManager): typed lookup,
-ListGroups and DescribeGroups, the classic membership protocol (in `classic_protocol.py`), loading.
+ListGroups and DescribeGroups, the classic membership protocol (in `classic_protocol.py`) and the consumer protocol
+(KIP-848, its decisions in `consumer_protocol.py`), loading.
 
 Rules:
-- One group per id, of one type: `classic_group` answers GROUP_ID_NOT_FOUND (KafkaError) for a group of another
-  type, as Kafka 4.0's getOrMaybeCreateClassicGroup; DescribeGroups describes such a group as Dead, as it
-  describes an unknown one. (Kafka also lets classic members join a consumer group, and converts an empty
-  group on a join of the other protocol: not done here yet; `classic_group` is where that goes.)
+- One group per id, of one type: `classic_group` / `consumer_group` answer GROUP_ID_NOT_FOUND (KafkaError) for a
+  group of the other type, as Kafka 4.0 with `group.consumer.migration.policy` off; DescribeGroups describes a
+  consumer group as Dead, as it describes an unknown one. Kafka 4.0's online migration, part one: an EMPTY group
+  of one type (say, a classic group left with only its committed offsets) joined with the other protocol is
+  converted: its tombstones are written and a group of the new type starts, keeping the offsets. Classic members
+  inside a consumer group (the other part) are not supported.
+- A consumer-protocol heartbeat's decisions are records, replayed into the group as they are made and appended
+  in one batch; the answer waits for their replication. Records decided by a timer (session or rebalance timeout)
+  are appended the same way, by a write nobody waits for.
 - A group is created by its first JoinGroup, or as a simple group by the first offset commit without a
   generation (`offset_metadata_manager.py`); it is removed by DeleteGroups or once empty with no offsets left
   (`shard.py` writes the tombstones).
@@ -16,13 +22,19 @@ Rules:
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from epoch_broker.broker.groups import records
 from epoch_broker.broker.groups.classic_group import ClassicGroup
 from epoch_broker.broker.groups.classic_protocol import ClassicGroupProtocol
+from epoch_broker.broker.groups.consumer_group import ConsumerGroup, ConsumerGroupRecord, decode_record, encode_record
+from epoch_broker.broker.groups.consumer_protocol import ConsumerGroupProtocol, HeartbeatRequest, HeartbeatResult
 from epoch_broker.broker.groups.group import Group
 from epoch_broker.broker.groups.runtime import ShardRuntime
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
 
 
 class GroupIdNotFound(KafkaError):
@@ -36,6 +48,8 @@ class GroupMetadataManager:
         self.runtime = runtime
         self.groups: dict[str, Group] = {}
         self.classic = ClassicGroupProtocol(runtime, self)
+        self.consumer = ConsumerGroupProtocol(runtime.consumer_group_config, runtime.topics, runtime.now_ms,
+                                              self._write_decided)
 
     # -- lookup ----------------------------------------------------------------------------------------------
 
@@ -46,6 +60,9 @@ class GroupMetadataManager:
         """The classic group of that id, made Empty if missing and `create_if_missing`; None if missing.
         Raises GroupIdNotFound for a group of another type."""
         group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup) and create_if_missing and group.is_empty():
+            self._convert(group, "classic")
+            group = None
         if group is None:
             if not create_if_missing:
                 return None
@@ -53,8 +70,68 @@ class GroupMetadataManager:
             self.groups[group_id] = classic
             return classic
         if not isinstance(group, ClassicGroup):
-            raise GroupIdNotFound(f"group {group_id} is not a classic group")
+            raise GroupIdNotFound(f"Group {group_id} is a consumer group, not a classic group.")
         return group
+
+    def consumer_group(self, group_id: str, create_if_missing: bool = False) -> ConsumerGroup | None:
+        """The consumer group of that id, made if missing and `create_if_missing` (a member joins); None if
+        missing. Raises GroupIdNotFound for a classic group that has members."""
+        group = self.groups.get(group_id)
+        if isinstance(group, ClassicGroup) and create_if_missing and group.is_empty():
+            self._convert(group, "consumer")
+            group = None
+        if group is None:
+            if not create_if_missing:
+                return None
+            consumer = ConsumerGroup(group_id, self.runtime.partition, state_timestamp=self.runtime.now_ms())
+            self.groups[group_id] = consumer
+            return consumer
+        if not isinstance(group, ConsumerGroup):
+            raise GroupIdNotFound(f"Group {group_id} is a classic group with members, not a consumer group.")
+        return group
+
+    def _convert(self, group: Group, to: str) -> None:
+        """Kafka 4.0's online migration of an empty group: its tombstones go first (appends keep call order),
+        the offsets stay (they belong to the group id)."""
+        log.info("group %s: empty %s group converted to a %s group", group.group_id, group.type, to)
+        if isinstance(group, ConsumerGroup):
+            for member in group.members.values():
+                member.cancel_timers()
+        self.runtime.spawn(self.runtime.append(group.tombstone_records()))
+        del self.groups[group.group_id]
+
+    # -- the consumer protocol -------------------------------------------------------------------------------
+
+    async def consumer_group_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+        """Raises KafkaError with the heartbeat's error; answers once its records are replicated."""
+        self.consumer.validate(request)
+        group = self.consumer_group(request.group_id, create_if_missing=request.member_epoch == 0)
+        if group is None:
+            raise GroupIdNotFound(f"Group {request.group_id} not found.")
+        now = self.runtime.now_ms()
+        decided: list[ConsumerGroupRecord] = []
+
+        def emit(record: ConsumerGroupRecord) -> None:
+            group.replay(record, now)
+            decided.append(record)
+
+        try:
+            result = self.consumer.heartbeat(group, request, emit)
+        finally:
+            # what was replayed is written even when the heartbeat then failed: memory and log stay one
+            written = self.runtime.append([encode_record(r) for r in decided]) if decided else None
+            if not decided and group.group_epoch == 0 and not group.members:
+                self.groups.pop(group.group_id, None)  # made for this join, which failed: never written
+        if written is not None:
+            await written
+        return result
+
+    def _write_decided(self, group: ConsumerGroup, decided: list[ConsumerGroupRecord]) -> None:
+        if decided:
+            self.runtime.spawn(self.runtime.append([encode_record(r) for r in decided]))
+
+    def on_topics_changed(self) -> None:
+        self.consumer.on_topics_changed(g for g in self.groups.values() if isinstance(g, ConsumerGroup))
 
     def on_offset_commit(self, group: Group, member_id: str) -> None:
         """An OffsetCommit of this member was accepted: a classic member's commit keeps its session alive."""
@@ -80,6 +157,17 @@ class GroupMetadataManager:
 
     # -- loading, unloading ----------------------------------------------------------------------------------
 
+    def replay_consumer_group_record(self, key: records.ConsumerGroupKey, value: bytes | None) -> None:
+        """A ConsumerGroup* record (key v3-v8) read while loading; the group epoch's tombstone removes the group."""
+        group = self.groups.get(key.group)
+        if not isinstance(group, ConsumerGroup):
+            if value is None:
+                return
+            group = self.groups[key.group] = ConsumerGroup(key.group, self.runtime.partition)
+        group.replay(decode_record(key, value), self.runtime.now_ms())
+        if group.dead:
+            del self.groups[key.group]
+
     def replay_classic_group(self, group_id: str, value: Any) -> None:
         """A GroupMetadata record: the group as it left it (a later record replaces it), or gone (tombstone)."""
         if value is None:
@@ -96,9 +184,14 @@ class GroupMetadataManager:
             if isinstance(group, ClassicGroup):
                 for member in group.members.values():
                     self.classic.arm_session(group, member)
+            elif isinstance(group, ConsumerGroup):
+                self.consumer.on_loaded(group)
 
     def unload(self) -> None:
         for group in self.groups.values():
             if isinstance(group, ClassicGroup):
                 self.classic.unload(group)
+            elif isinstance(group, ConsumerGroup):
+                for member in group.members.values():
+                    member.cancel_timers()
         self.groups.clear()

@@ -12,12 +12,13 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from epoch_broker.broker.groups.group import Entry
 
 if TYPE_CHECKING:
+    from epoch_broker.broker.groups.consumer_protocol import ConsumerGroupConfig
     from epoch_broker.broker.groups.coordinator import GroupCoordinator
 
 
@@ -40,6 +41,14 @@ class ShardRuntime:
     def topic_partition(self, topic: str, partition: int) -> Any:
         """The metadata's PartitionState of a topic partition, None if it does not exist."""
         return self._coordinator.broker.metadata.partition(topic, partition)
+
+    def topics(self) -> Mapping[str, Any]:
+        """The metadata's topics by name (TopicState: topic_id, partitions)."""
+        return self._coordinator.broker.metadata.topics_by_name
+
+    @property
+    def consumer_group_config(self) -> ConsumerGroupConfig:
+        return self._coordinator.consumer_group_config
 
     def topic_id(self, topic: str) -> bytes | None:
         state = self._coordinator.broker.metadata.topics_by_name.get(topic)

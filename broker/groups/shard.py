@@ -4,7 +4,7 @@ work that needs both managers.
 
 Rules:
 - `replay` applies one record read while loading, by its key's type: OffsetCommit (key v0-1) to the offset
-  manager, GroupMetadata (key v2) to the group manager; a new record type is one more branch. Transaction markers
+  manager, GroupMetadata (key v2) and the consumer groups' records (key v3-v8) to the group manager. Transaction markers
   go to `replay_end_transaction_marker`. Nothing is visible to requests until the coordinator installs the shard
   after `on_loaded`.
 - Deleting a group (DeleteGroups, or expiry of an empty group with no offsets left) writes the tombstones of all
@@ -46,8 +46,8 @@ class GroupCoordinatorShard:
         elif isinstance(decoded, records.GroupKey):
             group_value = None if value is None else records.decode_group_value(value)
             self.groups.replay_classic_group(decoded.group, group_value)
-        else:  # a key type decode_key knows and this shard does not (yet)
-            raise ValueError(f"no replay for {type(decoded).__name__} in __consumer_offsets-{self.partition}")
+        else:  # a consumer group's record (KIP-848)
+            self.groups.replay_consumer_group_record(decoded, value)
 
     def replay_end_transaction_marker(self, producer_id: int, commit: bool) -> None:
         self.offsets.complete_txn(producer_id, commit)

@@ -18,28 +18,19 @@ from epoch_broker.broker.security.authorization import authorized_names
 from epoch_broker.broker.services import BrokerServices, group_coordinator
 from epoch_broker.protocol.messages import list_groups as messages
 
-CLASSIC = "classic"
-CONSUMER = "consumer"
-
 
 @handles(messages.API, "0-5")
 def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     groups = group_coordinator(context.services).list_groups(set(request.states_filter))
     types = {t.strip().lower() for t in request.types_filter}
     if types:
-        groups = [g for g in groups if group_type(g) in types]
+        groups = [g for g in groups if g.type in types]
     visible = authorized_names(context, AclOperation.DESCRIBE, ResourceType.GROUP, (g.group_id for g in groups),
                                or_cluster=AclOperation.DESCRIBE)
     groups = [g for g in groups if g.group_id in visible]
     listed = messages.RESPONSE.ListedGroup
     return messages.RESPONSE.cls(groups=[
-        listed(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value,
-               group_type=group_type(g))
+        listed(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state_name,
+               group_type=g.type)
         for g in groups
     ])
-
-
-def group_type(group: Any) -> str:
-    """The group's type as Kafka's Group.GroupType names it. Every group the coordinator holds is a classic group
-    until consumer groups (KIP-848, issue 29) are wired in: answer CONSUMER for those here."""
-    return CLASSIC

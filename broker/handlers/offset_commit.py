@@ -5,6 +5,8 @@ READ on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions, the othe
 within its generation (Stable, or PreparingRebalance before it rejoins); a group without members takes "simple"
 commits with generation -1. Offsets are appended to `__consumer_offsets` before the answer. Unknown partitions get
 UNKNOWN_TOPIC_OR_PARTITION, metadata over 4096 bytes OFFSET_METADATA_TOO_LARGE.
+A KIP-848 consumer group's member commits with its member epoch in generation_id_or_member_epoch and v9+
+(STALE_MEMBER_EPOCH for another epoch, UNSUPPORTED_VERSION below v9); epoch -1 only while the group is empty.
 Version notes: committed_leader_epoch v6+ (-1 before); group_instance_id v7+.
 Skipped: retention_time_ms (v2-4): every offset follows offsets.retention.minutes, as in Kafka 2.1+.
 """
@@ -33,6 +35,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         request.member_id,
         request.group_instance_id,
         offsets,
+        context.api_version,
     ) if offsets else ())
     return _response(request, lambda topic: next(errors) if topic in readable
                      else ErrorCode.TOPIC_AUTHORIZATION_FAILED)

@@ -9,7 +9,9 @@ transaction not yet ended is not shown (the last committed one is); with require
 UNSTABLE_OFFSET_COMMIT instead (the client retries), as Kafka does.
 Version notes: v1 has no group-level error, so coordinator errors go on every partition; v2-7 one group with
 a top-level error; committed_leader_epoch v5+; require_stable v7+; v8+ batch groups.
-Skipped: member_id and member_epoch (v9, KIP-848 consumer groups) are not checked for classic groups, as in Kafka.
+v9's member_id and member_epoch are checked for a KIP-848 consumer group (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH);
+a null member id with epoch -1 (an admin client) reads freely; classic groups do not check them, as in Kafka.
+Skipped: nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def _topics(request_topics: Any) -> list[tuple[str, list[int]]] | None:
 
 
 def _fetch(context: RequestContext[BrokerServices], group_id: str, topics: list[tuple[str, list[int]]] | None,
-           require_stable: bool) -> tuple[ErrorCode, list[Any]]:
+           require_stable: bool, member_id: str | None = None, member_epoch: int = -1) -> tuple[ErrorCode, list[Any]]:
     """The group's error and its offsets (coordinator.FetchedOffset) the principal may see."""
     from epoch_broker.broker.groups.coordinator import FetchedOffset  # imported on first group use, not at start
 
@@ -41,11 +43,12 @@ def _fetch(context: RequestContext[BrokerServices], group_id: str, topics: list[
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     coordinator = group_coordinator(context.services)
     if topics is None:
-        error, offsets = coordinator.fetch_offsets(group_id, None, require_stable)
+        error, offsets = coordinator.fetch_offsets(group_id, None, require_stable, member_id, member_epoch)
         describable = authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC, (o.topic for o in offsets))
         return error, [o for o in offsets if o.topic in describable]
     describable = authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC, (name for name, _ in topics))
-    error, offsets = coordinator.fetch_offsets(group_id, [t for t in topics if t[0] in describable], require_stable)
+    error, offsets = coordinator.fetch_offsets(group_id, [t for t in topics if t[0] in describable], require_stable,
+                                               member_id, member_epoch)
     if error:
         return error, offsets
     return error, offsets + [FetchedOffset(name, p, -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -57,7 +60,9 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if context.api_version >= 8:
         response = R.cls()
         for g in request.groups:
-            error, offsets = _fetch(context, g.group_id, _topics(g.topics), request.require_stable)
+            error, offsets = _fetch(context, g.group_id, _topics(g.topics), request.require_stable,
+                                    g.member_id if context.api_version >= 9 else None,
+                                    g.member_epoch if context.api_version >= 9 else -1)
             by_topic: dict[str, list[Any]] = {}
             for o in offsets:
                 by_topic.setdefault(o.topic, []).append(R.OffsetFetchResponsePartitions(

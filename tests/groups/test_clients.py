@@ -1,6 +1,7 @@
 """Consumer groups with real clients against a real broker process (issue 5).
 
-For each of confluent-kafka, kafka-python, aiokafka and kafkajs, one scenario on a 6-partition topic, every
+For each of confluent-kafka (classic, and KIP-848's `group.protocol=consumer`), kafka-python, aiokafka and
+kafkajs, one scenario on a 6-partition topic, every
 consumer its own process (tests/groups/worker.py, tests/groups/js/worker.js): three consumers share the
 partitions; a fourth joins and the partitions spread over four; one leaves cleanly (at once); one is killed
 with SIGKILL and its partitions move once its session times out; every record is consumed and committed
@@ -33,9 +34,11 @@ HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE.parents[1] / "tests" / "interop" / "js" / "node_modules"
 SESSION_MS = 6000
 PARTITIONS = 6
-CLIENTS = ["confluent", "kafka-python", "aiokafka", "kafkajs"]
+CLIENTS = ["confluent", "confluent-consumer", "kafka-python", "aiokafka", "kafkajs"]
 # A short initial rebalance delay: consumers started together still form one generation, quickly.
-BROKER_OVERRIDES = {"group.initial.rebalance.delay.ms": "300", "offsets.topic.num.partitions": "5"}
+# The consumer protocol's session is the broker's (group.consumer.session.timeout.ms), the same as the others'.
+BROKER_OVERRIDES = {"group.initial.rebalance.delay.ms": "300", "offsets.topic.num.partitions": "5",
+                    "group.consumer.session.timeout.ms": str(SESSION_MS)}
 
 
 @pytest.fixture(scope="module")

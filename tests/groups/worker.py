@@ -1,8 +1,9 @@
 """One group consumer in its own process, for the group tests: `worker.py CLIENT BOOTSTRAP TOPIC GROUP SESSION_MS`.
 
-CLIENT is confluent, kafka-python or aiokafka. The consumer subscribes, and for every record commits
-offset + 1 synchronously before reporting it, so a reported record is a committed one; a record whose commit
-fails (the partition moved in a rebalance) is not reported and the new owner reads it again.
+CLIENT is confluent, confluent-consumer (KIP-848, `group.protocol=consumer`: the broker sets the session and
+heartbeat timings, and rebalances are incremental), kafka-python or aiokafka. The consumer subscribes, and for
+every record commits offset + 1 synchronously before reporting it, so a reported record is a committed one; a
+record whose commit fails (the partition moved in a rebalance) is not reported and the new owner reads it again.
 Stdout, one JSON object per line:
     {"e": "assigned", "p": [partitions], "ms": ms since start}    each new assignment (also when revoked: [])
     {"e": "committed", "p": partition, "o": offset, "v": value}
@@ -36,16 +37,29 @@ def close_requested() -> bool:
     return bool(select.select([sys.stdin], [], [], 0)[0]) and sys.stdin.readline().strip() == "close"
 
 
-def run_confluent() -> None:
+def run_confluent(group_protocol: str) -> None:
     from confluent_kafka import Consumer, KafkaException
 
-    consumer = Consumer({
-        "bootstrap.servers": BOOTSTRAP, "group.id": GROUP, "auto.offset.reset": "earliest",
-        "enable.auto.commit": False, "session.timeout.ms": SESSION, "heartbeat.interval.ms": HEARTBEAT,
-        "topic.metadata.refresh.interval.ms": 1000,
-    })
-    consumer.subscribe([TOPIC], on_assign=lambda c, ps: assigned([p.partition for p in ps]),
-                       on_revoke=lambda c, ps: assigned([]))
+    config: dict[str, Any] = {"bootstrap.servers": BOOTSTRAP, "group.id": GROUP, "auto.offset.reset": "earliest",
+                              "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000}
+    if group_protocol == "consumer":
+        # Incremental: on_assign adds, on_revoke/on_lost take away; the broker owns the session timings.
+        owned: set[int] = set()
+
+        def add(c: Any, ps: list[Any]) -> None:
+            owned.update(p.partition for p in ps)
+            assigned(list(owned))
+
+        def take(c: Any, ps: list[Any]) -> None:
+            owned.difference_update(p.partition for p in ps)
+            assigned(list(owned))
+
+        consumer = Consumer({**config, "group.protocol": "consumer"})
+        consumer.subscribe([TOPIC], on_assign=add, on_revoke=take, on_lost=take)
+    else:
+        consumer = Consumer({**config, "session.timeout.ms": SESSION, "heartbeat.interval.ms": HEARTBEAT})
+        consumer.subscribe([TOPIC], on_assign=lambda c, ps: assigned([p.partition for p in ps]),
+                           on_revoke=lambda c, ps: assigned([]))
     while not close_requested():
         message = consumer.poll(0.1)
         if message is None or message.error():
@@ -113,8 +127,8 @@ async def run_aiokafka() -> None:
     await consumer.stop()
 
 
-if CLIENT == "confluent":
-    run_confluent()
+if CLIENT in ("confluent", "confluent-consumer"):
+    run_confluent("consumer" if CLIENT == "confluent-consumer" else "classic")
 elif CLIENT == "kafka-python":
     run_kafka_python()
 else:
