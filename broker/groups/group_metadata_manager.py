@@ -23,7 +23,7 @@ Rules:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 from epoch_broker.broker.groups import records
 from epoch_broker.broker.groups.classic_group import ClassicGroup
@@ -35,6 +35,7 @@ from epoch_broker.broker.groups.runtime import ShardRuntime
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
+G = TypeVar("G", ClassicGroup, ConsumerGroup)
 
 
 class GroupIdNotFound(KafkaError):
@@ -58,36 +59,27 @@ class GroupMetadataManager:
 
     def classic_group(self, group_id: str, create_if_missing: bool = False) -> ClassicGroup | None:
         """The classic group of that id, made Empty if missing and `create_if_missing`; None if missing.
-        Raises GroupIdNotFound for a group of another type."""
-        group = self.groups.get(group_id)
-        if isinstance(group, ConsumerGroup) and create_if_missing and group.is_empty():
-            self._convert(group, "classic")
-            group = None
-        if group is None:
-            if not create_if_missing:
-                return None
-            classic = ClassicGroup(group_id, self.runtime.partition, state_timestamp=self.runtime.now_ms())
-            self.groups[group_id] = classic
-            return classic
-        if not isinstance(group, ClassicGroup):
-            raise GroupIdNotFound(f"Group {group_id} is a consumer group, not a classic group.")
-        return group
+        Raises GroupIdNotFound for a consumer group that has members."""
+        return self._typed_group(group_id, ClassicGroup, create_if_missing)
 
     def consumer_group(self, group_id: str, create_if_missing: bool = False) -> ConsumerGroup | None:
         """The consumer group of that id, made if missing and `create_if_missing` (a member joins); None if
         missing. Raises GroupIdNotFound for a classic group that has members."""
+        return self._typed_group(group_id, ConsumerGroup, create_if_missing)
+
+    def _typed_group(self, group_id: str, kind: type[G], create_if_missing: bool) -> G | None:
         group = self.groups.get(group_id)
-        if isinstance(group, ClassicGroup) and create_if_missing and group.is_empty():
-            self._convert(group, "consumer")
+        if group is not None and not isinstance(group, kind) and create_if_missing and group.is_empty():
+            self._convert(group, kind.type)
             group = None
         if group is None:
             if not create_if_missing:
                 return None
-            consumer = ConsumerGroup(group_id, self.runtime.partition, state_timestamp=self.runtime.now_ms())
-            self.groups[group_id] = consumer
-            return consumer
-        if not isinstance(group, ConsumerGroup):
-            raise GroupIdNotFound(f"Group {group_id} is a classic group with members, not a consumer group.")
+            made = kind(group_id, self.runtime.partition, state_timestamp=self.runtime.now_ms())
+            self.groups[group_id] = made
+            return made
+        if not isinstance(group, kind):
+            raise GroupIdNotFound(f"Group {group_id} is a {group.type} group with members, not a {kind.type} group.")
         return group
 
     def _convert(self, group: Group, to: str) -> None:
