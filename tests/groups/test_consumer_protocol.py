@@ -207,14 +207,18 @@ def test_a_static_member_that_restarts_within_its_session_gets_its_partitions_ba
     stayed, before = members[0].owns(), members[1].owns()
 
     # Close (member epoch -2, a temporary leave): its partitions wait for it, the other keeps only its own.
-    def unchanged(condition: Callable[[], bool]) -> Callable[[], bool]:
-        def check() -> bool:
+    def unchanged(condition: Callable[[], Any]) -> Callable[[], Any]:
+        def check() -> Any:
             assert members[0].owns() == stayed, "the other member's assignment changed while the static one was away"
             return condition()
         return check
 
     members[1].close()
-    assert unchanged(lambda: len(describe(admin, group).members) == 2)(), "the member is kept while away"
+    # The coordinator holds the member at epoch -2 (a temporary leave) with its assignment, until it returns.
+    away = wait_for(unchanged(lambda: [m for m in consumer_group_describe(broker.bootstrap, group).members
+                                       if m.instance_id == "instance-1" and m.member_epoch == -2]), 10,
+                    "the closed static member held at epoch -2")
+    assert {(tp.topic_name, p) for tp in away[0].assignment.topic_partitions for p in tp.partitions} == before
     restarted_at = time.monotonic()
     members.append(Member(broker.bootstrap, group, [topic], config={"group.instance.id": "instance-1"}))
     wait_for(unchanged(lambda: members[2].owns() == before), 30, "the restarted instance to get its partitions back")
