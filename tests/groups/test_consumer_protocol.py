@@ -10,6 +10,7 @@ that thread only); what a test waits for is read from what the threads recorded.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -354,8 +355,10 @@ def test_admin_describes_and_lists_consumer_and_classic_groups_by_type(
 # -- 7. classic and consumer groups side by side ----------------------------------------------------------------
 
 def test_a_consumer_group_and_a_kafka_python_classic_group_on_one_topic_each_read_every_record(
-        broker: BrokerProcess, admin: AdminClient, members: list[Member]) -> None:
+        broker: BrokerProcess, admin: AdminClient, members: list[Member], caplog: pytest.LogCaptureFixture) -> None:
     from kafka import KafkaConsumer
+
+    caplog.set_level(logging.DEBUG, logger="kafka")  # kafka-python's own account, shown if it reads too little
 
     topic = unique("both")
     create_topics(admin, topic)
