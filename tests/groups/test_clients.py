@@ -36,9 +36,10 @@ SESSION_MS = 6000
 PARTITIONS = 6
 CLIENTS = ["confluent", "confluent-consumer", "kafka-python", "aiokafka", "kafkajs"]
 # A short initial rebalance delay: consumers started together still form one generation, quickly.
-# The consumer protocol's session is the broker's (group.consumer.session.timeout.ms), the same as the others'.
+# The consumer protocol's session is the broker's (group.consumer.session.timeout.ms), the same as the others', and
+# so is its heartbeat interval (the test kit's 500 ms, as the classic workers').
 BROKER_OVERRIDES = {"group.initial.rebalance.delay.ms": "300", "offsets.topic.num.partitions": "5",
-                    "group.consumer.session.timeout.ms": str(SESSION_MS)}
+                    "group.consumer.session.timeout.ms": str(SESSION_MS), "group.consumer.heartbeat.interval.ms": "500"}
 
 
 @pytest.fixture(scope="module")
