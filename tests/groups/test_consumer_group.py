@@ -44,9 +44,13 @@ class Harness:
     written: list[ConsumerGroupRecord] = field(default_factory=list)
     group: ConsumerGroup = field(default_factory=lambda: ConsumerGroup("g", 0))
 
+    session_timeout_ms: int = 60_000
+    rebalance_timeout_ms: int = 30_000
+
     def __post_init__(self) -> None:
-        self.protocol = ConsumerGroupProtocol(ConsumerGroupConfig(session_timeout_ms=60_000), lambda: self.topics,
-                                              lambda: 0, lambda group, decided: self.written.extend(decided))
+        self.protocol = ConsumerGroupProtocol(ConsumerGroupConfig(session_timeout_ms=self.session_timeout_ms),
+                                              lambda: self.topics, lambda: 0,
+                                              lambda group, decided: self.written.extend(decided))
 
     def emit(self, record: ConsumerGroupRecord) -> None:
         self.group.replay(record, 0)
@@ -58,7 +62,7 @@ class Harness:
         joining = epoch == 0
         request = HeartbeatRequest(
             group_id="g", member_id=member_id, member_epoch=epoch, instance_id=instance_id, rack_id=None,
-            rebalance_timeout_ms=30_000 if joining else -1,
+            rebalance_timeout_ms=self.rebalance_timeout_ms if joining else -1,
             subscribed_topic_names=(topics if topics is not None else ([] if regex else ["orders"])) if joining
             else topics, subscribed_topic_regex=regex, server_assignor=assignor,
             owned=({} if joining else owned))
@@ -249,3 +253,31 @@ def test_a_regex_re2_would_refuse_is_invalid_regular_expression(pattern: str) ->
 @pytest.mark.parametrize("pattern", [r"orders\(?=x", r"a\+\+", "orders-[0-9]+", "^orders$"])
 def test_escaped_and_plain_regex_constructs_are_accepted(pattern: str) -> None:
     compile_regex(pattern)
+
+
+def test_a_member_silent_for_its_session_is_removed_and_the_group_epoch_moves(harness: Harness) -> None:
+    harness.protocol.config = ConsumerGroupConfig(session_timeout_ms=50)
+
+    async def scenario() -> None:
+        Client(harness, "a")
+        b = Client(harness, "b")
+        for _ in range(20):  # b keeps heartbeating, a says nothing
+            await asyncio.sleep(0.02)
+            b.beat()
+        assert set(harness.group.members) == {"b"} and partitions(b) == 6
+        assert harness.group.group_epoch == 3
+    run(scenario)
+
+
+def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_removed(harness: Harness) -> None:
+    harness.rebalance_timeout_ms = 50
+
+    async def scenario() -> None:
+        a = Client(harness, "a")
+        b = Client(harness, "b")
+        harness.heartbeat("a", a.epoch, owned=a.owned)  # told to revoke 3; it keeps listing them, then goes quiet
+        await asyncio.sleep(0.2)
+        assert "a" not in harness.group.members
+        b.beat()
+        assert partitions(b) == 6
+    run(scenario)
