@@ -4,7 +4,10 @@ Names are Kafka's JMX names mapped the way the Prometheus JMX exporter's Kafka r
 `kafka.<domain>:type=<Type>,name=<Name>` becomes `kafka_<domain>_<type>_<name>` in lower case, a `...PerSec`
 meter a `_total` counter, its keys labels (`request`, `error`, `topic`, `partition`). What Kafka has no MBean
 for (leader epochs, truncations, KIP-207 refusals, fenced fetches) takes the same shape under Kafka's nearest
-type; consumer lag uses kafka_exporter's names. The README's Observability section has the table.
+type; consumer lag uses kafka_exporter's names. Kafka's own-metrics (`kafka.server:type=<group>`, attribute
+`<name>`, as KIP-848's `group-coordinator-metrics`) map the way `socket-server-metrics` does: the group's hyphens
+dropped, the name's become underscores (`kafka_server_groupcoordinatormetrics_consumer_group_count`). The README's
+Observability section has the table; a test checks it names every family here and nothing else.
 
 Rules:
 - One `ProcessMetrics`, with its own `CollectorRegistry`, per broker or controller object: several brokers in
@@ -29,6 +32,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from epoch_broker.broker.groups.consumer_group import ConsumerGroup, ConsumerGroupState
 from epoch_broker.broker.metadata.records import PartitionChangeRecord
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.schema import Api, Field
@@ -144,7 +148,8 @@ class ProcessMetrics:
     def __init__(self) -> None:
         self.apis: dict[int, ApiStats] = {}
         self.topics: dict[str, TopicStats] = {}
-        self.rebalances: dict[str, int] = {}
+        self.rebalances: dict[str, int] = {}  # classic groups: generations completed
+        self.consumer_group_rebalances: dict[str, int] = {}  # consumer groups: group epoch bumps
         self.counters = dict.fromkeys((key for key, *_ in COUNTERS), 0)
         self._sampled: list[Callable[[], Iterable[Metric]]] = []
         self.registry = CollectorRegistry(auto_describe=False)
@@ -213,6 +218,10 @@ class ProcessMetrics:
     def record_rebalance(self, group: str) -> None:
         self.rebalances[group] = self.rebalances.get(group, 0) + 1
 
+    def record_consumer_group_rebalance(self, group: str) -> None:
+        """A KIP-848 group's epoch moved: a new target assignment is due."""
+        self.consumer_group_rebalances[group] = self.consumer_group_rebalances.get(group, 0) + 1
+
     def record_controller_commit(self, controller: Controller, records: Iterable[Any]) -> None:
         """Before `records` are applied: each partition change compared with the state it replaces."""
         image = controller.image
@@ -260,6 +269,15 @@ class ProcessMetrics:
         for group, count in self.rebalances.items():
             rebalances.add_metric([group], count)
         yield rebalances
+        # Kafka's consumer-group-rebalance-count counts the bumps a heartbeat decides; here a leave's and a fencing's
+        # too (a timeout's), since those move partitions as much
+        consumer_rebalances = CounterMetricFamily(
+            "kafka_server_groupcoordinatormetrics_consumer_group_rebalance",
+            "Consumer groups (KIP-848): group epoch bumps (a member joined, left or was fenced, a subscription or "
+            "subscribed topic changed), per group", labels=["group"])
+        for group, count in self.consumer_group_rebalances.items():
+            consumer_rebalances.add_metric([group], count)
+        yield consumer_rebalances
         for sampled in self._sampled:
             yield from sampled()
 
@@ -413,15 +431,7 @@ def _broker_families(broker: BrokerServices, connections: int) -> Iterator[Metri
             for replica, lag in partition.follower_lags().items():
                 follower_lag.add_metric([*key, str(replica)], lag)
     yield from (epoch, under, size, end, start, high_watermark, follower_lag)
-    coordinator = broker.group_coordinator_if_started
-    groups = _gauge("kafka_coordinator_group_groupmetadatamanager_numgroups",
-                    "Groups coordinated here, per state", ("state",))
-    by_state: dict[str, int] = {}
-    for group in coordinator.groups.values() if coordinator is not None else ():
-        by_state[group.state_name] = by_state.get(group.state_name, 0) + 1
-    for state, count in sorted(by_state.items()):
-        groups.add_metric([state], count)
-    yield groups
+    yield from _group_families(broker)
     group_labels = ("consumergroup", "topic", "partition")
     current = _gauge("kafka_consumergroup_current_offset", "Committed offset, per group and partition", group_labels)
     lag_family = _gauge("kafka_consumergroup_lag",
@@ -432,6 +442,44 @@ def _broker_families(broker: BrokerServices, connections: int) -> Iterator[Metri
         if group_lag is not None:
             lag_family.add_metric(key, group_lag)
     yield from (current, lag_family)
+
+
+def _group_families(broker: BrokerServices) -> Iterator[Metric]:
+    """Groups by type and state (Kafka's NumGroups counts classic groups, `consumer-group-count` consumer groups),
+    and each consumer group's epochs."""
+    coordinator = broker.group_coordinator_if_started
+    groups = _gauge("kafka_coordinator_group_groupmetadatamanager_numgroups",
+                    "Classic groups coordinated here, per state", ("state",))
+    by_type = _gauge("kafka_server_groupcoordinatormetrics_group_count", "Groups coordinated here, per protocol "
+                     "(classic, consumer)", ("protocol",))
+    consumer_groups = _gauge("kafka_server_groupcoordinatormetrics_consumer_group_count",
+                             "Consumer groups (KIP-848) coordinated here, per state", ("state",))
+    group_epoch = _gauge("kafka_server_groupcoordinatormetrics_consumer_group_epoch",
+                         "Group epoch of each consumer group coordinated here", ("group",))
+    assignment_epoch = _gauge("kafka_server_groupcoordinatormetrics_consumer_group_assignment_epoch",
+                              "The group epoch each consumer group's target assignment was computed for (below the "
+                              "group epoch while Assigning)", ("group",))
+    counts: dict[tuple[str, str], int] = {}
+    for group in coordinator.groups.values() if coordinator is not None else ():
+        key = (group.type, group.state_name)
+        counts[key] = counts.get(key, 0) + 1
+        if isinstance(group, ConsumerGroup):
+            group_epoch.add_metric([group.group_id], group.group_epoch)
+            assignment_epoch.add_metric([group.group_id], group.assignment_epoch)
+    # every type and consumer group state is shown, at 0 too, as Kafka registers one gauge per state
+    totals = dict.fromkeys(("classic", "consumer"), 0)
+    consumer_states = dict.fromkeys((state.value for state in ConsumerGroupState), 0)
+    for (kind, state), count in sorted(counts.items()):
+        totals[kind] = totals.get(kind, 0) + count
+        if kind == "consumer":
+            consumer_states[state] = count
+        else:
+            groups.add_metric([state], count)
+    for kind, count in totals.items():
+        by_type.add_metric([kind], count)
+    for state, count in consumer_states.items():
+        consumer_groups.add_metric([state], count)
+    yield from (groups, by_type, consumer_groups, group_epoch, assignment_epoch)
 
 
 def _controller_families(controller: Controller) -> Iterator[Metric]:

@@ -28,7 +28,13 @@ from typing import Any, TypeVar
 from epoch_broker.broker.groups import records
 from epoch_broker.broker.groups.classic_group import ClassicGroup
 from epoch_broker.broker.groups.classic_protocol import ClassicGroupProtocol
-from epoch_broker.broker.groups.consumer_group import ConsumerGroup, ConsumerGroupRecord, decode_record, encode_record
+from epoch_broker.broker.groups.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupRecord,
+    GroupEpochRecord,
+    decode_record,
+    encode_record,
+)
 from epoch_broker.broker.groups.consumer_protocol import ConsumerGroupProtocol, HeartbeatRequest, HeartbeatResult
 from epoch_broker.broker.groups.group import Group
 from epoch_broker.broker.groups.runtime import ShardRuntime
@@ -112,6 +118,7 @@ class GroupMetadataManager:
         finally:
             # what was replayed is written even when the heartbeat then failed: memory and log stay one
             written = self.runtime.append([encode_record(r) for r in decided]) if decided else None
+            self._count_rebalances(decided)
             if not decided and group.group_epoch == 0 and not group.members:
                 self.groups.pop(group.group_id, None)  # made for this join, which failed: never written
         if written is not None:
@@ -121,6 +128,14 @@ class GroupMetadataManager:
     def _write_decided(self, group: ConsumerGroup, decided: list[ConsumerGroupRecord]) -> None:
         if decided:
             self.runtime.spawn(self.runtime.append([encode_record(r) for r in decided]))
+            self._count_rebalances(decided)
+
+    def _count_rebalances(self, decided: list[ConsumerGroupRecord]) -> None:
+        """Metrics: each group epoch bump decided (a join, a subscription or metadata change, a leave, a fencing)
+        is a rebalance; loading replays records without deciding them, so a new coordinator counts none."""
+        for record in decided:
+            if isinstance(record, GroupEpochRecord) and record.epoch is not None:
+                self.runtime.record_consumer_group_rebalance(record.group_id)
 
     def on_topics_changed(self) -> None:
         self.consumer.on_topics_changed(g for g in self.groups.values() if isinstance(g, ConsumerGroup))

@@ -65,3 +65,8 @@ class ShardRuntime:
     def record_rebalance(self, group_id: str) -> None:
         if (metrics := self._coordinator.broker.metrics) is not None:
             metrics.record_rebalance(group_id)
+
+    def record_consumer_group_rebalance(self, group_id: str) -> None:
+        """A consumer group's epoch was bumped (Kafka's ConsumerGroupRebalances sensor)."""
+        if (metrics := self._coordinator.broker.metrics) is not None:
+            metrics.record_consumer_group_rebalance(group_id)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import subprocess
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +38,7 @@ from tests.cluster.support import (
     wait_for,
     wait_state,
 )
+from tests.observability.consumer_group import consumer_group
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -245,3 +248,75 @@ def test_the_fast_exposition_says_what_prometheus_clients_own_writer_says() -> N
     # the same families, typed alike, with the same series (their values move with the requests between the reads)
     assert families == reference_families
     assert value(ours, "kafka_consumergroup_current_offset", consumergroup=odd_group, topic=topic, partition="0") == 2
+
+
+def test_a_consumer_group_shows_its_state_epochs_and_rebalances_and_its_members_assignments_in_the_status() -> None:
+    with testing.broker(config={"metrics.listener": "http://127.0.0.1:0"}) as broker:
+        topic = broker.create_topic("watched", 6)
+        with consumer_group(broker.bootstrap_servers, "watchers", topic, 6, members=2) as (first, second):
+
+            def stable(epoch: int) -> Samples | None:
+                samples = scrape(broker.metrics_url)
+                stable = value(samples, "kafka_server_groupcoordinatormetrics_consumer_group_count", state="Stable")
+                at = value(samples, "kafka_server_groupcoordinatormetrics_consumer_group_epoch", group="watchers")
+                return samples if (stable, at) == (1, epoch) else None
+
+            samples = testing.wait_until(lambda: stable(2), "the group Stable at epoch 2")
+            # two joins, two epoch bumps: each is a rebalance; the group counts as a consumer group, not a classic one
+            assert value(samples, "kafka_server_groupcoordinatormetrics_consumer_group_epoch", group="watchers") == 2
+            assert value(samples, "kafka_server_groupcoordinatormetrics_consumer_group_assignment_epoch",
+                         group="watchers") == 2
+            assert value(samples, "kafka_server_groupcoordinatormetrics_consumer_group_rebalance_total",
+                         group="watchers") == 2
+            assert value(samples, "kafka_server_groupcoordinatormetrics_group_count", protocol="consumer") == 1
+            assert value(samples, "kafka_server_groupcoordinatormetrics_group_count", protocol="classic") == 0
+            assert value(samples, "kafka_server_groupcoordinatormetrics_consumer_group_count", state="Empty") == 0
+            assert not any(name == "kafka_coordinator_group_groupmetadatamanager_numgroups" for name, _ in samples)
+
+            (group,) = [g for g in get_json(f"{broker.metrics_url}/api/status")["groups"]
+                        if g["group_id"] == "watchers"]
+            assert (group["type"], group["state"], group["members"], group["protocol"]) == (
+                "consumer", "Stable", 2, "uniform")
+            assert (group["group_epoch"], group["assignment_epoch"]) == (2, 2)
+            details = group["member_details"]
+            assert {d["state"] for d in details} == {"stable"} and {d["member_epoch"] for d in details} == {2}
+            assert all(d["pending_revocation"] == [] and d["assigned"] == d["target"] for d in details)
+            held = sorted(p for d in details for a in d["assigned"] if a["topic"] == topic for p in a["partitions"])
+            assert held == list(range(6))  # by topic name, every partition once
+            by_member = {frozenset(p for a in d["assigned"] for p in a["partitions"]) for d in details}
+            assert by_member == {frozenset(first.owns()), frozenset(second.owns())}
+
+            first.close()  # a leave bumps the epoch: one more rebalance
+            samples = testing.wait_until(lambda: stable(3), "the group Stable at epoch 3 after a leave")
+            assert value(samples, "kafka_server_groupcoordinatormetrics_consumer_group_rebalance_total",
+                         group="watchers") == 3
+
+
+README = Path(__file__).parents[2] / "README.md"
+
+
+def readme_metric_names() -> set[str]:
+    """Every metric name in the README's metrics table: a `_suffix` after a full name replaces as many of its
+    trailing words (`kafka_log_log_size`, `_logendoffset` is kafka_log_log_logendoffset)."""
+    names: set[str] = set()
+    for line in README.read_text().splitlines():
+        if not line.startswith("| `kafka_"):
+            continue
+        full = ""
+        for name in re.findall(r"`([a-z_]+)`", line.split(" | ")[0]):
+            if name.startswith("_"):
+                words = full.split("_")
+                name = "_".join(words[:len(words) - name.count("_")]) + name
+            else:
+                full = name
+            names.add(name)
+    return names
+
+
+def test_the_readmes_metrics_table_names_every_metric_family_and_no_other() -> None:
+    with testing.broker(config={"metrics.listener": "http://127.0.0.1:0"}) as broker:
+        exported = {f"{family.name}_total" if family.type == "counter" else family.name
+                    for family in broker.server.metrics.families()}
+    documented = readme_metric_names()
+    assert exported - documented == set(), "exported, not in the README's metrics table"
+    assert documented - exported == set(), "in the README's metrics table, not exported"
