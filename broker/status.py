@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
+from epoch_broker.broker.groups.consumer_group import ConsumerGroup
 from epoch_broker.broker.metrics import ProcessMetrics, consumer_lag
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from epoch_broker.broker.controller.controller import Controller
     from epoch_broker.broker.faults import BrokerFaults
@@ -169,10 +170,45 @@ def broker_status(broker: BrokerServices, controller: Controller | None) -> dict
     for group in coordinator.groups.values() if coordinator is not None else ():
         for entry in offsets.get(group.group_id, []):
             entry["leader_epoch"] = epochs[(group.group_id, (entry["topic"], entry["partition"]))]
-        status["groups"].append({"group_id": group.group_id, "state": group.state_name, "members": group.num_members(),
-                                 "protocol": getattr(group, "protocol_name", None),  # a classic group's assignor
-                                 "offsets": offsets.get(group.group_id, [])})
+        entry = {"group_id": group.group_id, "type": group.type, "state": group.state_name,
+                 "members": group.num_members(), "offsets": offsets.get(group.group_id, [])}
+        if isinstance(group, ConsumerGroup):
+            assert coordinator is not None
+            entry.update(_consumer_group(group, coordinator.consumer_group_config.assignors[0], broker.metadata))
+        else:
+            entry["protocol"] = getattr(group, "protocol_name", None)  # a classic group's assignor
+        status["groups"].append(entry)
     return status
+
+
+def _consumer_group(group: ConsumerGroup, default_assignor: str, metadata: MetadataCache) -> dict[str, Any]:
+    """A KIP-848 group's epochs and members, partitions by topic name (the group keeps topic ids)."""
+
+    def partitions(assignment: Mapping[bytes, frozenset[int]]) -> list[dict[str, Any]]:
+        named = []
+        for topic_id, indexes in assignment.items():
+            topic = metadata.topics_by_id.get(topic_id)
+            # a deleted topic's id, still held until the member revokes it: shown as Kafka's text form
+            name = topic.name if topic is not None else base64.urlsafe_b64encode(topic_id).decode().rstrip("=")
+            named.append({"topic": name, "partitions": sorted(indexes)})
+        return sorted(named, key=lambda t: t["topic"])
+
+    members = []
+    for member in sorted(group.members.values(), key=lambda m: m.member_id):
+        subscription, assignment = member.subscription, member.assignment
+        members.append({
+            "member_id": member.member_id, "instance_id": subscription.instance_id,
+            "client_id": subscription.client_id, "client_host": subscription.client_host,
+            "member_epoch": assignment.member_epoch,
+            "state": assignment.state.value.split("_")[0],  # stable, unrevoked, unreleased (or unknown)
+            "subscribed_topic_names": list(subscription.subscribed_topic_names),
+            "subscribed_topic_regex": subscription.subscribed_topic_regex,
+            "assigned": partitions(assignment.assigned),
+            "pending_revocation": partitions(assignment.pending_revocation),
+            "target": partitions(group.target_of(member.member_id)),
+        })
+    return {"protocol": group.preferred_assignor(default_assignor), "group_epoch": group.group_epoch,
+            "assignment_epoch": group.assignment_epoch, "member_details": members}
 
 
 def controller_status(config: BrokerConfig, controller: Controller, faults: BrokerFaults) -> dict[str, Any]:

@@ -1,15 +1,19 @@
 """The status page renders in a real browser: headless Chromium (Debian's `chromium`) loads `/` from a broker whose
 partition went through two leader epochs and a group that committed offsets; the page's rows, epoch bands and
-the history text come from `/api/status`. A screenshot is kept under build/test-artifacts/. The page also draws
-what a live broker rarely shows at once (status_sample.json, served as a static file): a fenced broker, an
-offline partition, an epoch begun at the log end, deleted offsets, a fault hook."""
+the history text come from `/api/status`; a KIP-848 consumer group of two members reading the same topic shows its
+epochs and each member's partitions. A screenshot is kept under build/test-artifacts/. The page also draws what a
+live broker rarely shows at once (status_sample.json, served as a static file): a fenced broker, an offline
+partition, an epoch begun at the log end, deleted offsets, a fault hook, a consumer group member revoking a
+partition and one waiting for a partition another member still holds."""
 
 from __future__ import annotations
 
 import functools
 import http.server
+import json
 import shutil
 import threading
+import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -20,8 +24,9 @@ from PIL import Image
 
 from epoch_broker import testing
 from tests.helpers import ARTIFACTS, chromium
+from tests.observability.consumer_group import consumer_group
 
-TOPIC, GROUP = "orders", "billing"
+TOPIC, GROUP, CONSUMER_GROUP = "orders", "billing", "shipping"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
 
@@ -71,6 +76,11 @@ class Dom(HTMLParser):
                 element.text += data
 
 
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
 def busy_broker(broker: Any) -> None:
     """Three partitions of 10 records; a restart (the returning leader's epoch 1, KIP-101); 5 more records to
     partition 0; a group that committed 8 on every partition."""
@@ -95,16 +105,20 @@ def test_the_status_page_shows_partitions_leaders_and_epoch_history_in_headless_
     with testing.broker(config={"metrics.listener": "http://127.0.0.1:0"}) as broker:
         busy_broker(broker)
         page = f"{broker.metrics_url}/"
-        # virtual time lets the page's fetch of api/status answer and render before the DOM is dumped
-        dumped = chromium(tmp_path / "profile", "--virtual-time-budget=5000", "--window-size=1280,900",
-                          "--dump-dom", page)
-        assert dumped.returncode == 0, dumped.stderr[-2000:]
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shot = ARTIFACTS / "status-page.png"
-        shot.unlink(missing_ok=True)
-        shown = chromium(tmp_path / "profile", "--virtual-time-budget=5000", "--window-size=1280,900",
-                         f"--screenshot={shot}", page)
-        assert shown.returncode == 0 and shot.is_file(), shown.stderr[-2000:]
+        with consumer_group(broker.bootstrap_servers, CONSUMER_GROUP, TOPIC, 3, members=2) as members:
+            testing.wait_until(lambda: all(g["state"] == "Stable" for g in get_json(f"{broker.metrics_url}/api/status")
+                                           ["groups"] if g["group_id"] == CONSUMER_GROUP), "the consumer group Stable")
+            owned = sorted(sorted(member.owns()) for member in members)
+            # virtual time lets the page's fetch of api/status answer and render before the DOM is dumped
+            dumped = chromium(tmp_path / "profile", "--virtual-time-budget=5000", "--window-size=1280,900",
+                              "--dump-dom", page)
+            assert dumped.returncode == 0, dumped.stderr[-2000:]
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            shot = ARTIFACTS / "status-page.png"
+            shot.unlink(missing_ok=True)
+            shown = chromium(tmp_path / "profile", "--virtual-time-budget=5000", "--window-size=1280,900",
+                             f"--screenshot={shot}", page)
+            assert shown.returncode == 0 and shot.is_file(), shown.stderr[-2000:]
 
     dom = Dom(dumped.stdout).root
     body = next(e for e in dom.children[0].children if e.tag == "body") if dom.children[0].tag == "html" else dom
@@ -121,6 +135,18 @@ def test_the_status_page_shows_partitions_leaders_and_epoch_history_in_headless_
         assert ("empty" in segments[1].classes) == (index != 0)
     assert dom.find("broker", data_broker="0")
     assert dom.find("offset-row", data_group=GROUP, data_topic=TOPIC, data_partition="0")
+    (classic,) = dom.find("group-row", data_group=GROUP)
+    assert classic.attrs["data-type"] == "classic"
+    (consumer,) = dom.find("group-row", data_group=CONSUMER_GROUP)
+    # two joins: group epoch 2, its target assignment computed for it
+    assert (consumer.attrs["data-type"], consumer.attrs["data-group-epoch"], consumer.attrs["data-assignment-epoch"]
+            ) == ("consumer", "2", "2")
+    rows = dom.find("member-row", data_group=CONSUMER_GROUP)
+    assert [(row.attrs["data-state"], row.attrs["data-member-epoch"]) for row in rows] == [("stable", "2")] * 2
+    shown_owned = sorted(sorted(int(p) for tp in row.find("tp", data_topic=TOPIC) for p in tp.attrs["data-partitions"]
+                                .split(",")) for row in rows)
+    assert shown_owned == owned  # by topic name, as the members themselves were told
+    assert not any(row.find("pending-list") or row.find("awaiting-list") for row in rows)
 
     colours = {colour for _, colour in Image.open(shot).convert("RGB").getcolors(1 << 20) or []}
     assert len(colours) > 20, "the screenshot is blank"
@@ -151,5 +177,15 @@ def test_the_page_draws_offline_partitions_fenced_brokers_empty_epochs_and_fault
     (newest,) = reelected.find("epoch-seg", data_epoch="6")
     assert "empty" in newest.classes  # a new leader's epoch that has written nothing yet is still drawn
     assert [f.attrs["data-key"] for f in dom.find("fault")] == ["fault.replication.paused"]
+    (consumer,) = dom.find("group-row", data_group="shipping")
+    assert (consumer.attrs["data-type"], consumer.attrs["data-group-epoch"]) == ("consumer", "7")
+    revoking, waiting = dom.find("member-row", data_group="shipping")
+    assert (revoking.attrs["data-state"], revoking.attrs["data-member-epoch"]) == ("unrevoked", "6")
+    (pending,) = revoking.find("pending-list")
+    assert [tp.attrs["data-partitions"] for tp in pending.find("tp", data_topic=TOPIC)] == ["1"]
+    assert (waiting.attrs["data-state"], waiting.attrs["data-member-epoch"]) == ("unreleased", "7")
+    assert "regex orders.*" in waiting.text and not waiting.find("pending-list")
+    (awaiting,) = waiting.find("awaiting-list")  # its target's partition 1, still held by the revoking member
+    assert [tp.attrs["data-partitions"] for tp in awaiting.find("tp", data_topic=TOPIC)] == ["1"]
     internal = [t for t in dom.find("topic") if t.attrs.get("data-internal") == "true"]
     assert [t.attrs["data-topic"] for t in internal] == ["__consumer_offsets"] and "open" not in internal[0].attrs
