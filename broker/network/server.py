@@ -178,6 +178,9 @@ class KafkaConnection(asyncio.Protocol):
         parts = task.result()
         if parts is not None:
             self._write(parts)
+            if self.closing:  # the client went away while it was written
+                self.server.idle_or_done()
+                return
         if self.protocol.close_after_response:
             log.info("closing %s: authentication failed or refused", self.peer)
             self.close()
@@ -196,6 +199,8 @@ class KafkaConnection(asyncio.Protocol):
                     self.transport.writelines(pending)
                     pending = []
                 self._send_file(part)
+                if self.closing:
+                    return
             else:
                 pending.append(part)
         if pending:
@@ -215,6 +220,11 @@ class KafkaConnection(asyncio.Protocol):
                         size -= sent
                 except (BlockingIOError, InterruptedError):
                     pass  # socket buffer full: queue the rest below, behind nothing
+                except (BrokenPipeError, ConnectionResetError) as exc:
+                    # the client went away mid-answer (a consumer closing while its fetch was answered)
+                    log.info("closing %s: %s while sending records", self.peer, exc.strerror)
+                    self.close()
+                    return
             if size:
                 self.transport.write(os.pread(fd, size, position))
 
