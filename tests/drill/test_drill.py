@@ -4,7 +4,6 @@ consumer-group drill (issue 29) with both group protocols, and its faults' plumb
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -183,9 +182,6 @@ def test_a_transactions_drill_kills_the_coordinator_mid_transaction_and_reads_ea
 
 # --- the consumer group's drill (issue 29)
 
-CONSUMER_PROTOCOL_SERVED = importlib.util.find_spec("epoch_broker.broker.handlers.consumer_group_heartbeat") is not None
-
-
 def test_the_consumer_protocol_leaves_out_what_librdkafka_refuses_there() -> None:
     config = {"group.id": "g", "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
               "partition.assignment.strategy": "range", "group.protocol.type": "consumer"}
@@ -258,10 +254,7 @@ def test_member_faults_act_on_the_workloads_group_and_name_the_member(tmp_path: 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("protocol", [
-    "classic",
-    pytest.param("consumer", marks=pytest.mark.skipif(not CONSUMER_PROTOCOL_SERVED, reason=(
-        "the broker does not serve group.protocol=consumer yet (no ConsumerGroupHeartbeat handler)")))])
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_a_consumer_group_churn_drill_passes_with_either_group_protocol(tmp_path: Path, protocol: str) -> None:
     out = tmp_path / "report"
     run = drill("consumer-group-churn", "--group-protocol", protocol, "--seed", "3", "--duration", "25",
