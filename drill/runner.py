@@ -69,9 +69,6 @@ HEAL_TIMEOUT_S = 60.0
 CONSUMER_STOP_S = 20.0
 GROUP_CATCH_UP_S = 30.0  # the consumer group's members, to read up to the high watermarks before they close
 GROUP_MEMBERS_ON_REQUEST = 2  # a consumer group's members in a scenario without one, when --group-protocol is given
-# broker settings of the cluster a drill starts, beyond the launcher's DRILL_DEFAULTS: KIP-848 members heartbeat
-# as often as the test kit's (Kafka's 5 s would make each step of a rebalance seconds long in a drill of seconds)
-CLUSTER_OVERRIDES = {"group.consumer.heartbeat.interval.ms": "500"}
 
 
 class DrillError(RuntimeError):
@@ -189,7 +186,7 @@ def cluster_for(args: argparse.Namespace, out: Path) -> Iterator[Target]:
     directory = out / "cluster"
     base = launcher.free_base_port(args.brokers, range(20000, 30000))
     plan = launcher.plan_cluster(directory, args.brokers, base + launcher.CONTROLLER_PORT_OFFSET,
-                                 [base + i for i in range(args.brokers)], CLUSTER_OVERRIDES)
+                                 [base + i for i in range(args.brokers)])
     say(f"starting a controller and {args.brokers} brokers in {directory}")
     launcher.start_cluster(plan, directory, lambda line: say(f"  {line}"))
     try:
