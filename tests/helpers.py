@@ -1,8 +1,17 @@
 """Start a real broker process for a test: `start_broker(tmp_path, overrides, node_id) -> BrokerProcess`.
 
 The process harness is the one users get (epoch_broker/testing.py's BrokerProcess, free_port); this adds only
-what the project's own tests share: `wait_for` (an awaitable condition with a bound), and `chromium` (Debian's
-headless Chromium, for the pages the project renders: the drill report, the status page).
+what the project's own tests share: the waits, and `chromium` (Debian's headless Chromium, for the pages the
+project renders: the drill report, the status page).
+
+Waits: a test never sleeps a fixed time and hopes; it waits for the condition it asserts next.
+- `wait_for` (async) and its blocking twin `wait_for_sync`: poll `predicate` until it returns something truthy
+  and return that; past `timeout` an AssertionError names `what` and the last value seen.
+- `holds` (async) and `holds_sync`: the other half, for "nothing more may happen": `predicate` stays truthy for
+  the whole `window`, checked every `interval`; the first falsy value fails, naming `what` and that value. The
+  only place a test lets time pass on purpose.
+(The test kit's `epoch_broker.testing.wait_until` is the users' one, raising TimeoutError; the project's tests
+use these, whose failure shows the last value.)
 """
 
 from __future__ import annotations
@@ -20,8 +29,8 @@ from epoch_broker.drill import launcher
 
 from epoch_broker.testing import LISTEN_PORTS, BrokerProcess, free_port
 
-__all__ = ["ARTIFACTS", "REPO", "BrokerProcess", "chromium", "free_base_port", "free_port", "start_broker",
-           "wait_for"]
+__all__ = ["ARTIFACTS", "REPO", "BrokerProcess", "chromium", "free_base_port", "free_port", "holds", "holds_sync",
+           "start_broker", "wait_for", "wait_for_sync"]
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "build" / "test-artifacts"  # screenshots kept for a look after the run
@@ -52,6 +61,14 @@ def start_broker(tmp_path: Path, overrides: dict[str, str] | None = None, node_i
 T = TypeVar("T")
 
 
+def _not_reached(what: str, timeout: float, value: object) -> AssertionError:
+    return AssertionError(f"{what} not reached within {timeout} s (last: {value!r})")
+
+
+def _broken(what: str, window: float, elapsed: float, value: object) -> AssertionError:
+    return AssertionError(f"{what} did not hold for {window} s: broken after {elapsed:.2f} s (value: {value!r})")
+
+
 async def wait_for(predicate: Callable[[], T | Awaitable[T]], timeout: float = 10.0, interval: float = 0.05,
                    what: str = "condition") -> T:
     """Poll `predicate` (plain or async) until it returns something truthy, and return that."""
@@ -63,5 +80,49 @@ async def wait_for(predicate: Callable[[], T | Awaitable[T]], timeout: float = 1
         if value:
             return value  # type: ignore[return-value]
         if time.monotonic() >= deadline:
-            raise AssertionError(f"{what} not reached within {timeout} s (last: {value!r})")
+            raise _not_reached(what, timeout, value)
         await asyncio.sleep(interval)
+
+
+def wait_for_sync(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.05,
+                  what: str = "condition") -> T:
+    """`wait_for` for blocking code (a client with a blocking API, a process): the same rules."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise _not_reached(what, timeout, value)
+        time.sleep(interval)
+
+
+async def holds(predicate: Callable[[], object | Awaitable[object]], window: float, interval: float = 0.05,
+                what: str = "condition") -> None:
+    """`predicate` (plain or async) stays truthy for `window` seconds, checked at the start, every `interval`
+    and at the end."""
+    start = time.monotonic()
+    while True:
+        value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
+        elapsed = time.monotonic() - start
+        if not value:
+            raise _broken(what, window, elapsed, value)
+        if elapsed >= window:
+            return
+        await asyncio.sleep(min(interval, window - elapsed))
+
+
+def holds_sync(predicate: Callable[[], object], window: float, interval: float = 0.05,
+               what: str = "condition") -> None:
+    """`holds` for blocking code: the same rules."""
+    start = time.monotonic()
+    while True:
+        value = predicate()
+        elapsed = time.monotonic() - start
+        if not value:
+            raise _broken(what, window, elapsed, value)
+        if elapsed >= window:
+            return
+        time.sleep(min(interval, window - elapsed))
