@@ -7,6 +7,8 @@ project renders: the drill report, the status page).
 Waits: a test never sleeps a fixed time and hopes; it waits for the condition it asserts next.
 - `wait_for` (async) and its blocking twin `wait_for_sync`: poll `predicate` until it returns something truthy
   and return that; past `timeout` an AssertionError names `what` and the last value seen.
+- `not_yet(detail)`: a falsy value for a predicate to return while its condition does not hold, whose repr is
+  `detail` (how far it got), so a timeout says more than "last: False".
 - `holds` (async) and `holds_sync`: the other half, for "nothing more may happen": `predicate` stays truthy for
   the whole `window`, checked every `interval`; the first falsy value fails, naming `what` and that value. The
   only place a test lets time pass on purpose.
@@ -30,7 +32,7 @@ from epoch_broker.drill import launcher
 from epoch_broker.testing import LISTEN_PORTS, BrokerProcess, free_port
 
 __all__ = ["ARTIFACTS", "REPO", "BrokerProcess", "chromium", "free_base_port", "free_port", "holds", "holds_sync",
-           "start_broker", "wait_for", "wait_for_sync"]
+           "not_yet", "start_broker", "wait_for", "wait_for_sync"]
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "build" / "test-artifacts"  # screenshots kept for a look after the run
@@ -59,6 +61,23 @@ def start_broker(tmp_path: Path, overrides: dict[str, str] | None = None, node_i
 
 
 T = TypeVar("T")
+
+
+class NotYet:
+    """Falsy, shown as its detail: what a predicate returns while its condition does not hold yet."""
+
+    def __init__(self, detail: object) -> None:
+        self.detail = detail
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return str(self.detail)
+
+
+def not_yet(detail: object) -> NotYet:
+    return NotYet(detail)
 
 
 def _not_reached(what: str, timeout: float, value: object) -> AssertionError:

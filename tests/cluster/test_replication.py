@@ -2,15 +2,16 @@
 with its own log dir, all on the controller through an EmbeddedChannel (every broker sees every record at once).
 
 Produce goes through the wire (KafkaClient), so the handlers' acks=all path is what is tested; the fault hooks
-are set directly on `broker.faults`, as IncrementalAlterConfigs would.
+are set directly on `broker.faults`, as IncrementalAlterConfigs would. No fixed sleeps: a test waits for the
+condition it asserts next (tests/helpers.py `wait_for`), and where nothing more may happen it checks that the
+condition holds for a window (`holds`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import fetch, list_offsets, produce
 
 from tests.broker.conftest import batch
+from tests.helpers import holds, wait_for
 
 TOPIC = "replicated"
 
@@ -83,6 +85,12 @@ class InProcessCluster:
         assert partition is not None
         return partition
 
+    def pause_replication(self, node: int) -> None:
+        """fault.replication.paused on `node`, in effect at once, so nothing to wait for: its fetcher drops any
+        fetch answer that arrives once the flag is set (replica_fetcher.py's rule; a fetch in flight may not
+        land), and that fetch told the leader only the log end the follower has."""
+        self.brokers[node].faults.replication_paused = True
+
     def isr(self) -> tuple[int, ...]:
         return self.controller.image.topics_by_name[TOPIC].partitions[0].isr
 
@@ -109,31 +117,24 @@ async def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
         await cluster.stop()
 
 
-async def eventually(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
-
-
 async def test_follower_catches_up_and_the_high_watermark_advances(cluster: InProcessCluster) -> None:
     cluster.create_topic([0, 1])
     answer = await cluster.produce(0, b"a", b"b", acks=-1)
     assert answer.error_code == ErrorCode.NONE and answer.base_offset == 0
     leader, follower = cluster.partition(0), cluster.partition(1)
     assert leader.log.high_watermark == 2  # acks=all answered: the follower had fetched both
-    await eventually(lambda: follower.log.high_watermark == 2)
+    await wait_for(lambda: follower.log.high_watermark == 2, what="the follower's high watermark at 2")
     assert cluster.log_bytes(1) == cluster.log_bytes(0)
     assert follower.log.epoch_cache.entries == leader.log.epoch_cache.entries
 
     # Paused replication: the follower falls behind, and catches up when resumed.
-    cluster.brokers[1].faults.replication_paused = True
-    await asyncio.sleep(0.2)  # a fetch in flight may still land
+    cluster.pause_replication(1)
     assert (await cluster.produce(0, b"c", acks=1)).error_code == ErrorCode.NONE
-    await asyncio.sleep(0.3)
-    assert follower.log.log_end_offset == 2 and leader.log.high_watermark == 2
+    await holds(lambda: (follower.log.log_end_offset, leader.log.high_watermark) == (2, 2), 0.3,
+                what="the paused follower at 2 and the high watermark with it")
     cluster.brokers[1].faults.replication_paused = False
-    await eventually(lambda: leader.log.high_watermark == 3 and follower.log.high_watermark == 3)
+    await wait_for(lambda: leader.log.high_watermark == 3 and follower.log.high_watermark == 3,
+                   what="both high watermarks at 3 after the resume")
     assert cluster.log_bytes(1) == cluster.log_bytes(0)
 
 
@@ -144,13 +145,12 @@ async def test_follower_truncates_by_leader_epoch_after_an_election_not_to_its_h
     cluster.brokers[0].faults.high_watermark_held = True  # followers never learn the high watermark
     assert (await cluster.produce(0, b"a", b"b", b"c")).error_code == ErrorCode.NONE
     f1, f2 = cluster.partition(1), cluster.partition(2)
-    await eventually(lambda: f1.log.log_end_offset == 3 and f2.log.log_end_offset == 3)
+    await wait_for(lambda: f1.log.log_end_offset == 3 and f2.log.log_end_offset == 3, what="both followers at 3")
     assert f1.log.high_watermark == 0 and f2.log.high_watermark == 0
     # A record only broker 0 and 1 have, at offset 3 (epoch 0).
-    cluster.brokers[2].faults.replication_paused = True
-    await asyncio.sleep(0.2)
+    cluster.pause_replication(2)
     assert (await cluster.produce(0, b"lost", acks=1)).error_code == ErrorCode.NONE
-    await eventually(lambda: f1.log.log_end_offset == 4)
+    await wait_for(lambda: f1.log.log_end_offset == 4, what="broker 1 at 4")
     assert f2.log.log_end_offset == 3
 
     [(_, _, error, _)] = cluster.controller.elect_leaders([(TOPIC, 0)], False, 2)
@@ -164,9 +164,10 @@ async def test_follower_truncates_by_leader_epoch_after_an_election_not_to_its_h
     # Epoch 0 ends at 3 on the new leader: both followers cut the divergent record there, far above their
     # high watermarks (0 for broker 1), and keep the three committed records.
     leader0 = cluster.partition(0)
-    await eventually(lambda: f1.log.log_end_offset == 3 and leader0.log.log_end_offset == 3)
+    await wait_for(lambda: f1.log.log_end_offset == 3 and leader0.log.log_end_offset == 3,
+                   what="the divergent record cut on brokers 0 and 1")
     assert (await cluster.produce(2, b"d", b"e")).error_code == ErrorCode.NONE
-    await eventually(lambda: f1.log.log_end_offset == 5 and leader0.log.log_end_offset == 5)
+    await wait_for(lambda: f1.log.log_end_offset == 5 and leader0.log.log_end_offset == 5, what="brokers 0 and 1 at 5")
     assert cluster.log_bytes(0) == cluster.log_bytes(1) == cluster.log_bytes(2)
     assert [e.epoch for e in f1.log.epoch_cache.entries] == [0, 1]
     assert f1.log.epoch_cache.entries[1].start_offset == 3
@@ -177,9 +178,8 @@ async def test_diverging_epoch_in_a_fetch_answer_truncates_instead_of_appending(
     assert (await cluster.produce(0, b"a", b"b")).error_code == ErrorCode.NONE
     assert (await cluster.produce(0, b"c")).error_code == ErrorCode.NONE
     follower = cluster.partition(1)
-    await eventually(lambda: follower.log.log_end_offset == 3)
-    cluster.brokers[1].faults.replication_paused = True
-    await asyncio.sleep(0.2)
+    await wait_for(lambda: follower.log.log_end_offset == 3, what="the follower at 3")
+    cluster.pause_replication(1)
     fetcher = cluster.brokers[1].replica_manager.fetchers.fetchers[0]
     state = fetcher.states[(topic_id, 0)]
     answer = fetch.RESPONSE.PartitionData(partition_index=0, high_watermark=3, records=b"batch not to append",
@@ -187,7 +187,7 @@ async def test_diverging_epoch_in_a_fetch_answer_truncates_instead_of_appending(
     fetcher._apply(state, 3, answer)
     assert follower.log.log_end_offset == 2  # cut to the batch boundary before offset 2; nothing appended
     cluster.brokers[1].faults.replication_paused = False
-    await eventually(lambda: follower.log.log_end_offset == 3)
+    await wait_for(lambda: follower.log.log_end_offset == 3, what="the follower back at 3")
     assert cluster.log_bytes(1) == cluster.log_bytes(0)
 
 
@@ -196,14 +196,13 @@ async def test_isr_shrinks_after_lag_and_expands_after_catching_up(cluster: InPr
     cluster.create_topic([0, 1])
     assert (await cluster.produce(0, b"a")).error_code == ErrorCode.NONE
     leader = cluster.partition(0)
-    cluster.brokers[1].faults.replication_paused = True
-    await asyncio.sleep(0.2)
+    cluster.pause_replication(1)
     assert (await cluster.produce(0, b"b", acks=1)).error_code == ErrorCode.NONE
     assert cluster.isr() == (0, 1)
-    await eventually(lambda: cluster.isr() == (0,) and leader.isr == (0,), timeout_s=3)
+    await wait_for(lambda: cluster.isr() == (0,) and leader.isr == (0,), what="the ISR shrunk to the leader")
     assert leader.log.high_watermark == 2  # the lagging follower no longer holds it back
     cluster.brokers[1].faults.replication_paused = False
-    await eventually(lambda: cluster.isr() == (0, 1) and leader.isr == (0, 1), timeout_s=3)
+    await wait_for(lambda: cluster.isr() == (0, 1) and leader.isr == (0, 1), what="the follower back in the ISR")
     assert cluster.partition(1).log.log_end_offset == 2
 
 
@@ -211,13 +210,12 @@ async def test_isr_shrinks_after_lag_and_expands_after_catching_up(cluster: InPr
 async def test_acks_all_waits_for_the_follower_and_honours_min_insync_replicas(cluster: InProcessCluster) -> None:
     cluster.create_topic([0, 1], **{"min.insync.replicas": "2"})
     assert (await cluster.produce(0, b"a")).error_code == ErrorCode.NONE
-    cluster.brokers[1].faults.replication_paused = True
-    await asyncio.sleep(0.2)
+    cluster.pause_replication(1)
     # The follower is still in the ISR but not fetching: the produce waits for it.
     assert (await cluster.produce(0, b"b", timeout_ms=150)).error_code == ErrorCode.REQUEST_TIMED_OUT
     waiting = asyncio.create_task(cluster.produce(0, b"c", timeout_ms=10000))
-    await asyncio.sleep(0.1)
-    assert not waiting.done()
+    await wait_for(lambda: cluster.partition(0).log.log_end_offset == 3, what="c appended on the leader")
+    assert not waiting.done()  # appended, and its answer waits for the follower
     # The ISR shrinks below min.insync.replicas while it waits.
     assert (await waiting).error_code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     assert cluster.isr() == (0,)
@@ -227,7 +225,7 @@ async def test_acks_all_waits_for_the_follower_and_honours_min_insync_replicas(c
     assert (await cluster.produce(0, b"e", acks=1)).error_code == ErrorCode.NONE
     # Back in the ISR: acks=all is answered once the follower has the record.
     cluster.brokers[1].faults.replication_paused = False
-    await eventually(lambda: cluster.isr() == (0, 1))
+    await wait_for(lambda: cluster.isr() == (0, 1), what="the follower back in the ISR")
     answer = await cluster.produce(0, b"f")
     assert answer.error_code == ErrorCode.NONE
     assert cluster.partition(1).log.log_end_offset > answer.base_offset
@@ -236,29 +234,28 @@ async def test_acks_all_waits_for_the_follower_and_honours_min_insync_replicas(c
 async def test_acks_all_waiter_gets_not_leader_when_leadership_moves(cluster: InProcessCluster) -> None:
     cluster.create_topic([0, 1])
     assert (await cluster.produce(0, b"a")).error_code == ErrorCode.NONE
-    cluster.brokers[1].faults.replication_paused = True
-    await asyncio.sleep(0.2)
+    cluster.pause_replication(1)
     waiting = asyncio.create_task(cluster.produce(0, b"b", timeout_ms=10000))
-    await asyncio.sleep(0.1)
+    await wait_for(lambda: cluster.partition(0).log.log_end_offset == 2, what="b appended on the leader")
+    assert not waiting.done()  # its answer waits for the paused follower
     [(_, _, error, _)] = cluster.controller.elect_leaders([(TOPIC, 0)], False, 1)
     assert error == ErrorCode.NONE
     assert (await waiting).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     cluster.brokers[1].faults.replication_paused = False
     # The unreplicated record is truncated away on the old leader.
-    await eventually(lambda: cluster.partition(0).log.log_end_offset == 1)
+    await wait_for(lambda: cluster.partition(0).log.log_end_offset == 1, what="the old leader truncated to 1")
 
 
 async def test_high_watermark_hold_freezes_what_followers_see(cluster: InProcessCluster) -> None:
     cluster.create_topic([0, 1])
     assert (await cluster.produce(0, b"a")).error_code == ErrorCode.NONE
     leader, follower = cluster.partition(0), cluster.partition(1)
-    await eventually(lambda: follower.log.high_watermark == 1)
+    await wait_for(lambda: follower.log.high_watermark == 1, what="the follower's high watermark at 1")
     cluster.brokers[0].faults.high_watermark_held = True
     assert (await cluster.produce(0, b"b", b"c")).error_code == ErrorCode.NONE
     assert leader.log.high_watermark == 3  # committed: clients see it
-    await eventually(lambda: follower.log.log_end_offset == 3)
-    await asyncio.sleep(0.3)
-    assert follower.log.high_watermark == 1  # frozen where the hold began
+    await wait_for(lambda: follower.log.log_end_offset == 3, what="the follower at 3")
+    await holds(lambda: follower.log.high_watermark == 1, 0.3, what="the follower's high watermark frozen at 1")
     cluster.brokers[0].faults.high_watermark_held = False
     assert (await cluster.produce(0, b"d")).error_code == ErrorCode.NONE
-    await eventually(lambda: follower.log.high_watermark == 4)
+    await wait_for(lambda: follower.log.high_watermark == 4, what="the follower's high watermark at 4 after the hold")
