@@ -25,10 +25,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.helpers import BrokerProcess, start_broker
+from tests.helpers import BrokerProcess, holds_sync, start_broker, wait_for_sync
 
 HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE.parents[1] / "tests" / "interop" / "js" / "node_modules"
@@ -96,16 +96,6 @@ class Worker:
         self.proc.wait()
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
-    """Seconds it took for `condition` to hold."""
-    start = time.monotonic()
-    while not condition():
-        if time.monotonic() - start > timeout_s:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.05)
-    return time.monotonic() - start
-
-
 def shares_all_partitions(workers: list[Worker]) -> Callable[[], bool]:
     """Every partition owned by exactly one of `workers`, and each of them owns at least one."""
     def check() -> bool:
@@ -143,35 +133,39 @@ def test_a_group_shares_rebalances_survives_a_kill_and_resumes_after_a_restart(
     try:
         # Three consumers share the six partitions; the first join is well under the session timeout.
         workers = [Worker(client, broker.bootstrap, topic, group) for _ in range(3)]
-        wait_for(shares_all_partitions(workers), 30, "three consumers to share the partitions")
+        wait_for_sync(shares_all_partitions(workers), 30, what="three consumers to share the partitions")
         first_join_ms = min(w.first_assignment_ms for w in workers if w.first_assignment_ms is not None)
         assert first_join_ms < SESSION_MS / 2, f"first assignment after {first_join_ms} ms"
 
         # A fourth joins: the partitions spread over four.
         workers.append(Worker(client, broker.bootstrap, topic, group))
-        wait_for(shares_all_partitions(workers), 30, "four consumers to share the partitions")
+        wait_for_sync(shares_all_partitions(workers), 30, what="four consumers to share the partitions")
 
         # One leaves cleanly: the others take its partitions without waiting for its session timeout.
         leaving = workers.pop(0)
         leaving.close()
-        took = wait_for(shares_all_partitions(workers), 30, "three consumers after a clean leave")
+        left_at = time.monotonic()
+        wait_for_sync(shares_all_partitions(workers), 30, what="three consumers after a clean leave")
+        took = time.monotonic() - left_at
         assert took < SESSION_MS / 1000, f"rebalance after LeaveGroup took {took:.1f} s"
 
         # Everything so far is consumed; then one is killed and its partitions move after the session timeout.
-        wait_for(lambda: len(committed_values([leaving, *workers])) >= len(produced), 30, "the first records")
+        wait_for_sync(lambda: len(committed_values([leaving, *workers])) >= len(produced), 30, what="the first records")
         victim = workers.pop(0)
         victim.kill()
         killed_at = time.monotonic()
-        wait_for(lambda: not shares_all_partitions(workers)(), SESSION_MS / 1000 + 10, "the rebalance to start")
-        wait_for(shares_all_partitions(workers), 30, "two consumers after the kill")
+        wait_for_sync(lambda: not shares_all_partitions(workers)(), SESSION_MS / 1000 + 10,
+                      what="the rebalance to start")
+        wait_for_sync(shares_all_partitions(workers), 30, what="two consumers after the kill")
         moved_after = time.monotonic() - killed_at
         assert SESSION_MS / 1000 - 1 < moved_after < SESSION_MS / 1000 + 10, f"moved after {moved_after:.1f} s"
         more = [f"b{i}" for i in range(30)]
         produce(broker.bootstrap, topic, more)
         produced += more
         everyone = [leaving, victim, *workers]
-        wait_for(lambda: len(committed_values(everyone)) >= len(produced), 30, "the records after the kill")
-        time.sleep(0.5)  # nothing more may arrive: no duplicates
+        wait_for_sync(lambda: len(committed_values(everyone)) >= len(produced), 30, what="the records after the kill")
+        holds_sync(lambda: len(committed_values(everyone)) == len(produced), 0.5,
+                   what="no record committed twice")  # nothing more may arrive
         assert sorted(committed_values(everyone)) == sorted(produced)
 
         # Stop the group, restart the broker: a new consumer resumes at the committed offsets.
@@ -182,8 +176,9 @@ def test_a_group_shares_rebalances_survives_a_kill_and_resumes_after_a_restart(
         produce(broker.bootstrap, topic, after)
         resumed = Worker(client, broker.bootstrap, topic, group)
         workers = [resumed]
-        wait_for(lambda: len(resumed.committed) >= len(after), 45, "the records after the restart")
-        time.sleep(0.5)
+        wait_for_sync(lambda: len(resumed.committed) >= len(after), 45, what="the records after the restart")
+        holds_sync(lambda: len(committed_values([resumed])) == len(after), 0.5,
+                   what="no record committed twice after the restart")  # nothing more may arrive
         assert sorted(committed_values([resumed])) == sorted(after)
         resumed.close()
     finally:
@@ -201,13 +196,11 @@ def test_committed_leader_epoch_describe_and_delete(broker: BrokerProcess) -> No
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     try:
         consumer.subscribe([topic])
-        message = None
-        deadline = time.monotonic() + 30
-        while message is None and time.monotonic() < deadline:
+        def a_record() -> Message | None:
             polled = consumer.poll(0.2)
-            if polled is not None and not polled.error():
-                message = polled
-        assert message is not None
+            return polled if polled is not None and not polled.error() else None
+
+        message = wait_for_sync(a_record, 30, what="a record")
         epoch = message.leader_epoch()
         assert epoch is not None and epoch >= 0
         consumer.commit(message=message, asynchronous=False)  # OffsetCommit v9 with the record's leader epoch
