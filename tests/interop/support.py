@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import free_port, start_broker
+from tests.helpers import free_port, start_broker, wait_for_sync
 
 REPO = Path(__file__).resolve().parents[2]
 JS_DIR = Path(__file__).resolve().parent / "js"
@@ -110,12 +110,12 @@ def assert_records(got: list[Rec], want: list[Rec], *, ts_window: tuple[int, int
 
 
 def wait_port(port: int, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return
-        time.sleep(0.02)
-    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+            return True
+        return False
+
+    wait_for_sync(listening, timeout, interval=0.02, what=f"something listening on 127.0.0.1:{port}")
 
 
 def tansu_binary() -> Path:

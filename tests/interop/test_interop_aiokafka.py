@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.client import AIOKafkaClient
 
+from tests.helpers import not_yet, wait_for
 from tests.interop.support import ACKS, CODECS, Rec, Target, assert_records, make_records, topic_name
 
 pytestmark = pytest.mark.interop
@@ -27,10 +25,10 @@ async def topics(broker: Target) -> set[str]:
 
 
 async def wait_for_topic(broker: Target, name: str, present: bool = True, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while (name in await topics(broker)) != present:
-        assert time.monotonic() < deadline, f"topic {name} {'missing' if present else 'still listed'} after {timeout}s"
-        await asyncio.sleep(0.1)
+    async def settled() -> bool:
+        return (name in await topics(broker)) == present
+
+    await wait_for(settled, timeout, interval=0.1, what=f"topic {name} {'listed' if present else 'gone'}")
 
 
 async def create_topic(broker: Target, name: str, partitions: int = 1) -> None:
@@ -68,10 +66,13 @@ async def consume(broker: Target, topic: str, n: int, *, offset: int | None = No
         else:
             c.seek(tp, offset)
         out: list[Rec] = []
-        deadline = time.monotonic() + 20
-        while len(out) < n and time.monotonic() < deadline:
+
+        async def read() -> object:
             for msgs in (await c.getmany(timeout_ms=500)).values():
                 out.extend(Rec(key=m.key, value=m.value, headers=tuple(m.headers), timestamp=m.timestamp) for m in msgs)
+            return len(out) >= n or not_yet(f"{len(out)} read")
+
+        await wait_for(read, 20, interval=0, what=f"{n} records of {topic}")
         return out
     finally:
         await c.stop()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.helpers import not_yet, wait_for_sync
 from tests.interop.support import ACKS, CODECS, Rec, Target, assert_records, make_records, topic_name
 
 pytestmark = pytest.mark.interop
@@ -24,16 +23,16 @@ def create_topic(broker: Target, name: str, partitions: int = 1) -> None:
 
 
 def wait_for_topic(broker: Target, name: str, partitions: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
     a = admin(broker)
-    while True:
+
+    def ready() -> object:
         t = a.list_topics(topic=name, timeout=5).topics.get(name)
         if (t is not None and t.error is None and len(t.partitions) == partitions
                 and all(p.leader >= 0 for p in t.partitions.values())):
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"topic {name} not ready: {t and (t.error, len(t.partitions))}")
-        time.sleep(0.1)
+            return True
+        return not_yet(t and (t.error, len(t.partitions)))
+
+    wait_for_sync(ready, timeout, interval=0.1, what=f"topic {name} ready with {partitions} partitions led")
 
 
 def produce(broker: Target, topic: str, recs: list[Rec], **conf: str | bool) -> None:
@@ -58,14 +57,17 @@ def consume(broker: Target, topic: str, n: int, *, offset: int = OFFSET_BEGINNIN
     try:
         c.assign([TopicPartition(topic, partition, offset)])
         out: list[Rec] = []
-        deadline = time.monotonic() + 20
-        while len(out) < n and time.monotonic() < deadline:
+
+        def read() -> object:
             m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error() is not None:
-                raise KafkaException(m.error())
-            out.append(Rec(key=m.key(), value=m.value(), headers=tuple(m.headers() or ()), timestamp=m.timestamp()[1]))
+            if m is not None:
+                if m.error() is not None:
+                    raise KafkaException(m.error())
+                out.append(Rec(key=m.key(), value=m.value(), headers=tuple(m.headers() or ()),
+                               timestamp=m.timestamp()[1]))
+            return len(out) >= n or not_yet(f"{len(out)} read")
+
+        wait_for_sync(read, 20, interval=0, what=f"{n} records of {topic}")
         return out
     finally:
         c.close()
@@ -91,10 +93,8 @@ def test_create_topic_with_partitions_then_delete_it(broker: Target) -> None:
         assert p.replicas == [p.leader] and p.isrs == [p.leader]
     a = admin(broker)
     a.delete_topics([name])[name].result(15)
-    deadline = time.monotonic() + 10
-    while name in admin(broker).list_topics(timeout=5).topics:
-        assert time.monotonic() < deadline, "topic still listed 10 s after delete"
-        time.sleep(0.1)
+    wait_for_sync(lambda: name not in admin(broker).list_topics(timeout=5).topics, 10, interval=0.1,
+                  what=f"topic {name} gone after its delete")
 
 
 @pytest.mark.parametrize("codec", CODECS)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
+from tests.helpers import not_yet, wait_for_sync
 from tests.interop.support import ACKS, CODECS, Rec, Target, assert_records, make_records, topic_name
 
 pytestmark = pytest.mark.interop
@@ -24,10 +24,8 @@ def admin(broker: Target) -> Iterator[KafkaAdminClient]:
 
 
 def wait_for_topic(admin: KafkaAdminClient, name: str, present: bool = True, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while (name in admin.list_topics()) != present:
-        assert time.monotonic() < deadline, f"topic {name} {'missing' if present else 'still listed'} after {timeout}s"
-        time.sleep(0.1)
+    wait_for_sync(lambda: (name in admin.list_topics()) == present, timeout, interval=0.1,
+                  what=f"topic {name} {'listed' if present else 'gone'}")
 
 
 def create_topic(admin: KafkaAdminClient, name: str, partitions: int = 1) -> None:
@@ -58,10 +56,13 @@ def consume(broker: Target, topic: str, n: int, *, offset: int | None = None) ->
         else:
             c.seek(tp, offset)
         out: list[Rec] = []
-        deadline = time.monotonic() + 20
-        while len(out) < n and time.monotonic() < deadline:
+
+        def read() -> object:
             for msgs in c.poll(timeout_ms=500).values():
                 out.extend(Rec(key=m.key, value=m.value, headers=tuple(m.headers), timestamp=m.timestamp) for m in msgs)
+            return len(out) >= n or not_yet(f"{len(out)} read")
+
+        wait_for_sync(read, 20, interval=0, what=f"{n} records of {topic}")
         return out
     finally:
         c.close()

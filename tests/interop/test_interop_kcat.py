@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.helpers import not_yet, wait_for_sync
 from tests.interop.support import ACKS, CODECS, Rec, Target, assert_records, kcat_bin, make_records, topic_name
 
 pytestmark = pytest.mark.interop
@@ -65,14 +66,14 @@ def metadata(broker: Target, topic: str | None = None) -> dict[str, Any]:
 
 def auto_create(broker: Target, topic: str) -> None:
     """kcat has no admin API: a Metadata request naming the topic auto-creates it."""
-    deadline = time.monotonic() + 10
-    while True:
+    def created() -> object:
         md = metadata(broker, topic)
         t = next((t for t in md["topics"] if t["topic"] == topic), None)
         if t and not t.get("error") and t["partitions"] and all(p["leader"] >= 0 for p in t["partitions"]):
-            return
-        assert time.monotonic() < deadline, f"topic {topic} not auto-created: {t}"
-        time.sleep(0.1)
+            return True
+        return not_yet(t)
+
+    wait_for_sync(created, 10, interval=0.1, what=f"topic {topic} auto-created, its partitions led")
 
 
 def test_metadata_lists_the_broker_and_auto_creates_a_topic(broker: Target) -> None:

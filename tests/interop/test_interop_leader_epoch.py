@@ -10,7 +10,6 @@ Needs a restartable broker, so it runs only against ours (not Tansu).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -20,6 +19,7 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KpTopicPartition
 from kafka.protocol.consumer import FetchRequest
 
+from tests.helpers import not_yet, wait_for_sync
 from tests.interop.support import Target, make_records, run_target, topic_name
 
 pytestmark = pytest.mark.interop
@@ -42,22 +42,27 @@ def produce(broker: Target, topic: str, n: int, tag: str) -> None:
 
 def poll_n(c: Consumer, n: int, timeout: float = 30) -> list[Message]:
     out: list[Message] = []
-    deadline = time.monotonic() + timeout
-    while len(out) < n and time.monotonic() < deadline:
+
+    def read() -> object:
         m = c.poll(0.5)
-        if m is None:
-            continue
-        assert m.error() is None, m.error()
-        out.append(m)
+        if m is not None:
+            assert m.error() is None, m.error()
+            out.append(m)
+        return len(out) >= n or not_yet(f"{len(out)} read")
+
+    wait_for_sync(read, timeout, interval=0, what=f"{n} records")
     return out
 
 
 def poll_kp(c: KafkaConsumer, n: int, timeout: float = 30) -> list[int]:
     offsets: list[int] = []
-    deadline = time.monotonic() + timeout
-    while len(offsets) < n and time.monotonic() < deadline:
+
+    def read() -> object:
         for msgs in c.poll(timeout_ms=500).values():
             offsets.extend(m.offset for m in msgs)
+        return len(offsets) >= n or not_yet(f"{len(offsets)} read")
+
+    wait_for_sync(read, timeout, interval=0, what=f"{n} records")
     return offsets
 
 
