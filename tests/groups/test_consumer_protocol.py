@@ -33,7 +33,7 @@ from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import consumer_group_describe as describe_messages
 from epoch_broker.protocol.messages import offset_commit
 
-from tests.helpers import BrokerProcess, start_broker
+from tests.helpers import BrokerProcess, start_broker, wait_for_sync
 
 SESSION_MS = 6000
 # Three offsets partitions so groups of one test spread over them; the session is the broker's (the consumer
@@ -57,16 +57,6 @@ def admin(broker: BrokerProcess) -> AdminClient:
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-def wait_for(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
-    """What `condition` returned once it was truthy, polled every 50 ms up to `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.05)
-    return value
 
 
 def create_topics(admin: AdminClient, *topics: str, partitions: int = 2) -> None:
@@ -202,9 +192,9 @@ def test_a_static_member_that_restarts_within_its_session_gets_its_partitions_ba
     everyone = partitions_of(topic, 4)
     members += [Member(broker.bootstrap, group, [topic], config={"group.instance.id": f"instance-{i}"})
                 for i in range(2)]
-    wait_for(lambda: members[0].owns() | members[1].owns() == everyone and all(m.owns() for m in members), 30,
-             "two static members to share the partitions")
-    wait_for(lambda: describe(admin, group).state == ConsumerGroupState.STABLE, 30, "a stable group")
+    wait_for_sync(lambda: members[0].owns() | members[1].owns() == everyone and all(m.owns() for m in members), 30,
+                  what="two static members to share the partitions")
+    wait_for_sync(lambda: describe(admin, group).state == ConsumerGroupState.STABLE, 30, what="a stable group")
     stayed, before = members[0].owns(), members[1].owns()
 
     # Close (member epoch -2, a temporary leave): its partitions wait for it, the other keeps only its own.
@@ -216,13 +206,14 @@ def test_a_static_member_that_restarts_within_its_session_gets_its_partitions_ba
 
     members[1].close()
     # The coordinator holds the member at epoch -2 (a temporary leave) with its assignment, until it returns.
-    away = wait_for(unchanged(lambda: [m for m in consumer_group_describe(broker.bootstrap, group).members
-                                       if m.instance_id == "instance-1" and m.member_epoch == -2]), 10,
-                    "the closed static member held at epoch -2")
+    away = wait_for_sync(unchanged(lambda: [m for m in consumer_group_describe(broker.bootstrap, group).members
+                                            if m.instance_id == "instance-1" and m.member_epoch == -2]), 10,
+                         what="the closed static member held at epoch -2")
     assert {(tp.topic_name, p) for tp in away[0].assignment.topic_partitions for p in tp.partitions} == before
     restarted_at = time.monotonic()
     members.append(Member(broker.bootstrap, group, [topic], config={"group.instance.id": "instance-1"}))
-    wait_for(unchanged(lambda: members[2].owns() == before), 30, "the restarted instance to get its partitions back")
+    wait_for_sync(unchanged(lambda: members[2].owns() == before), 30,
+                  what="the restarted instance to get its partitions back")
     assert time.monotonic() - restarted_at < SESSION_MS / 1000, "the partitions came back only after the session"
     assert members[0].owns() == stayed
     assigned = described_assignments(admin, group)
@@ -244,15 +235,15 @@ def test_a_regex_subscription_picks_up_a_topic_created_after_the_member_joined_a
     group = unique("g-regex")
     members.append(Member(broker.bootstrap, group, [f"^{base}-.*"]))
     (member,) = members
-    wait_for(lambda: member.owns() == partitions_of(f"{base}-eu", 2), 30, "the matching topic's partitions")
+    wait_for_sync(lambda: member.owns() == partitions_of(f"{base}-eu", 2), 30, what="the matching topic's partitions")
     (described,) = consumer_group_describe(broker.bootstrap, group).members
     assert (described.subscribed_topic_regex, described.subscribed_topic_names) == (f"(^{base}-.*)", [])
 
     create_topics(admin, f"{base}-us")  # after the join; the client does not subscribe again
     us = produce(broker.bootstrap, f"{base}-us", 4, prefix="us")
-    wait_for(lambda: member.owns() == partitions_of(f"{base}-eu", 2) | partitions_of(f"{base}-us", 2), 30,
-             "the topic created later")
-    wait_for(lambda: set(us) <= set(member.values()), 30, "the new topic's records")
+    wait_for_sync(lambda: member.owns() == partitions_of(f"{base}-eu", 2) | partitions_of(f"{base}-us", 2), 30,
+                  what="the topic created later")
+    wait_for_sync(lambda: set(us) <= set(member.values()), 30, what="the new topic's records")
     assert not any(value.startswith("plain") for value in member.values())
 
 
@@ -267,9 +258,9 @@ def test_both_server_assignors_spread_two_topics_over_two_members_as_they_should
     everything = partitions_of(first, 2) | partitions_of(second, 2)
     members += [Member(broker.bootstrap, group, [first, second], config={"group.remote.assignor": assignor})
                 for _ in range(2)]
-    wait_for(lambda: members[0].owns() | members[1].owns() == everything
-             and not members[0].owns() & members[1].owns() and all(m.owns() for m in members), 30,
-             "two members sharing both topics")
+    wait_for_sync(lambda: members[0].owns() | members[1].owns() == everything
+                  and not members[0].owns() & members[1].owns() and all(m.owns() for m in members), 30,
+                  what="two members sharing both topics")
     owned = [m.owns() for m in members]
     assert [len(o) for o in owned] == [2, 2]
     if assignor == "range":
@@ -286,7 +277,7 @@ def test_an_unknown_server_assignor_fails_with_unsupported_assignor(
     topic = unique("unknown-assignor")
     create_topics(admin, topic)
     members.append(Member(broker.bootstrap, unique("g-sticky"), [topic], config={"group.remote.assignor": "sticky"}))
-    error, *_ = wait_for(members[0].errors_seen, 30, "an error from poll")
+    error, *_ = wait_for_sync(members[0].errors_seen, 30, what="an error from poll")
     # librdkafka makes the heartbeat's UNSUPPORTED_ASSIGNOR a fatal consumer error: poll gives a _FATAL event whose
     # text names the error (librdkafka's text for code 112); the code itself is rd_kafka_fatal_error's, which
     # confluent-kafka does not expose.
@@ -303,9 +294,9 @@ def test_an_offset_commit_with_a_stale_member_epoch_is_refused_and_with_the_memb
     topic, group = unique("stale"), unique("g-stale")
     create_topics(admin, topic)
     members.append(Member(broker.bootstrap, group, [topic]))
-    wait_for(lambda: members[0].owns() == partitions_of(topic, 2), 30, "the member's assignment")
-    (member,) = wait_for(lambda: (d := consumer_group_describe(broker.bootstrap, group)).group_state == "Stable"
-                         and d.members, 30, "a stable group")
+    wait_for_sync(lambda: members[0].owns() == partitions_of(topic, 2), 30, what="the member's assignment")
+    (member,) = wait_for_sync(lambda: (d := consumer_group_describe(broker.bootstrap, group)).group_state == "Stable"
+                              and d.members, 30, what="a stable group")
     (admin_member,) = describe(admin, group).members
     assert admin_member.member_id == member.member_id and member.member_epoch > 0
 
@@ -334,10 +325,10 @@ def test_admin_describes_and_lists_consumer_and_classic_groups_by_type(
     create_topics(admin, topic)
     members += [Member(broker.bootstrap, modern, [topic]), Member(broker.bootstrap, modern, [topic]),
                 Member(broker.bootstrap, classic, [topic], protocol="classic")]
-    wait_for(lambda: all(m.owns() for m in members), 30, "every member to hold a partition")
+    wait_for_sync(lambda: all(m.owns() for m in members), 30, what="every member to hold a partition")
 
-    described = wait_for(lambda: (d := describe(admin, modern)).state == ConsumerGroupState.STABLE and d, 30,
-                         "a stable consumer group")
+    described = wait_for_sync(lambda: (d := describe(admin, modern)).state == ConsumerGroupState.STABLE and d, 30,
+                              what="a stable consumer group")
     assert described.type == ConsumerGroupType.CONSUMER
     assert len(described.members) == 2
     assert sorted(tp.partition for m in described.members for tp in m.assignment.topic_partitions) == [0, 1]
@@ -381,9 +372,9 @@ def test_a_consumer_group_and_a_kafka_python_classic_group_on_one_topic_each_rea
     thread = threading.Thread(target=classic, daemon=True)
     thread.start()
     try:
-        wait_for(lambda: set(read_classic) == set(values), 30, "the classic group to read every record")
-        wait_for(lambda: set(members[0].values() + members[1].values()) == set(values), 30,
-                 "the consumer group to read every record")
+        wait_for_sync(lambda: set(read_classic) == set(values), 30, what="the classic group to read every record")
+        wait_for_sync(lambda: set(members[0].values() + members[1].values()) == set(values), 30,
+                      what="the consumer group to read every record")
     finally:
         stop.set()
         thread.join(30)
@@ -396,9 +387,10 @@ def test_a_classic_join_to_a_group_with_consumer_protocol_members_fails_with_gro
     topic, group = unique("mixed"), unique("g-mixed")
     create_topics(admin, topic)
     members.append(Member(broker.bootstrap, group, [topic]))
-    wait_for(lambda: members[0].owns() == partitions_of(topic, 2), 30, "the consumer-protocol member's partitions")
+    wait_for_sync(lambda: members[0].owns() == partitions_of(topic, 2), 30,
+                  what="the consumer-protocol member's partitions")
     members.append(Member(broker.bootstrap, group, [topic], protocol="classic"))
-    wait_for(members[1].errors_seen, 30, "an error for the classic member")
+    wait_for_sync(members[1].errors_seen, 30, what="an error for the classic member")
     assert KafkaError.GROUP_ID_NOT_FOUND in members[1].error_codes(), members[1].errors
     assert not members[1].owns() and members[0].owns() == partitions_of(topic, 2)
 
@@ -409,12 +401,13 @@ def test_an_empty_classic_group_is_taken_over_by_a_consumer_protocol_member_whic
     create_topics(admin, topic)
     first = produce(broker.bootstrap, topic, 10, prefix="first")
     members.append(Member(broker.bootstrap, group, [topic], protocol="classic", commit=True))
-    wait_for(lambda: sorted(members[0].values()) == sorted(first), 30, "the classic consumer's records")
+    wait_for_sync(lambda: sorted(members[0].values()) == sorted(first), 30, what="the classic consumer's records")
     members[0].close()
     assert describe(admin, group).type == ConsumerGroupType.CLASSIC
 
     then = produce(broker.bootstrap, topic, 10, prefix="then")
     members.append(Member(broker.bootstrap, group, [topic]))
-    wait_for(lambda: sorted(members[1].values()) == sorted(then), 30, "the records after the committed offsets")
+    wait_for_sync(lambda: sorted(members[1].values()) == sorted(then), 30,
+                  what="the records after the committed offsets")
     assert not set(members[1].values()) & set(first)
     assert describe(admin, group).type == ConsumerGroupType.CONSUMER
