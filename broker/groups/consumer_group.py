@@ -262,10 +262,6 @@ class ConsumerGroup:
         top = max(votes.values())
         return min(name for name, n in votes.items() if n == top)
 
-    def expected_partitions_held_by(self, member_id: str) -> Assignment:
-        member = self.members.get(member_id)
-        return EMPTY_ASSIGNMENT if member is None else member.assignment.assigned
-
     # -- replay: the only place state changes ---------------------------------------------------------------
 
     def replay(self, record: ConsumerGroupRecord, now_ms: int) -> None:

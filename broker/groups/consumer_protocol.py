@@ -57,7 +57,7 @@ from epoch_broker.broker.groups.consumer_group import (
     TopicMetadata,
     member_removal_records,
 )
-from epoch_broker.broker.groups.current_assignment_builder import MemberState, reconcile
+from epoch_broker.broker.groups.current_assignment_builder import MemberState, normalised, reconcile
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -358,8 +358,8 @@ class ConsumerGroupProtocol:
         assignor = group.preferred_assignor(self.config.assignors[0])
         target = ASSIGNORS[assignor].assign(specs, {t.topic_id: t.partitions for t in metadata.values()})
         for member_id, partitions in sorted(target.items()):
-            if _normalised(partitions) != _normalised(group.target_of(member_id)):
-                emit(TargetAssignmentMemberRecord(group.group_id, member_id, _normalised(partitions)))
+            if normalised(partitions) != normalised(group.target_of(member_id)):
+                emit(TargetAssignmentMemberRecord(group.group_id, member_id, normalised(partitions)))
         emit(TargetAssignmentEpochRecord(group.group_id, group.group_epoch))
         log.info("consumer group %s: target assignment for epoch %d by the %s assignor", group.group_id,
                  group.group_epoch, assignor)
@@ -426,10 +426,6 @@ class ConsumerGroupProtocol:
         """Topics were created, deleted or grew: each group rechecks its subscription at its next heartbeat."""
         for group in groups:
             group.metadata_refresh = True
-
-
-def _normalised(assignment: Mapping[bytes, frozenset[int]]) -> dict[bytes, frozenset[int]]:
-    return {topic_id: frozenset(p) for topic_id, p in assignment.items() if p}
 
 
 def _is_subset(owned: Mapping[bytes, frozenset[int]] | None, assigned: Mapping[bytes, frozenset[int]]) -> bool:
