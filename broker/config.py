@@ -54,7 +54,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from epoch_broker.broker.security.acl import parse_super_users
+from epoch_broker.broker.principal import parse_super_users
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,10 @@ Rules:
   file-descriptor budget leaves (`connection_budget`: the open-files limit less what the logs hold and a
   headroom for checkpoints and the controller) is closed at once, with a WARNING at most once a second:
   connections never starve the logs of file descriptors.
-- Each listener is bound by `start`, with its TLS context and its SASL mechanisms (`Listener`). Under TLS
-  the bytes must go through the TLS layer, so file ranges are read with `os.pread` instead of sendfile (as
-  Kafka loses zero-copy under TLS). A TLS client certificate's subject is the connection's principal.
+- Each listener is bound by `start`, with its TLS context and its SASL mechanisms (`Listener`, made by
+  security/listeners.py). Under TLS the bytes must go through the TLS layer, so file ranges are read with
+  `os.pread` instead of sendfile (as Kafka loses zero-copy under TLS). A TLS client certificate's subject is
+  the connection's principal.
 - A connection whose answer ends it (a failed SASL authentication) is closed once that answer is written.
 - A connection with no traffic and nothing in flight for `connections.max.idle.ms` is closed. The idle timer
   is cancelled when the connection closes, so nothing keeps a closed connection in memory.
@@ -33,28 +34,19 @@ import asyncio
 import collections
 import logging
 import os
-import ssl
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import CloseConnection, Dispatcher
+from epoch_broker.broker.security.listeners import Listener
 from epoch_broker.broker.security.tls import principal_of
-from epoch_broker.protocol.connection import ANONYMOUS, SaslMechanism, ServerConnection
+from epoch_broker.protocol.connection import ANONYMOUS, ServerConnection
 from epoch_broker.protocol.framing import FrameDecoder, FrameError
 from epoch_broker.storage.file_records import FileRecords
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True, slots=True)
-class Listener:
-    """What a connection on one listener needs: the listener's name, its TLS context, and the SASL mechanisms
-    it requires (name -> a factory of one exchange; None when it requires none)."""
-
-    name: str = "PLAINTEXT"
-    tls: ssl.SSLContext | None = None
-    sasl: Mapping[str, Callable[[], SaslMechanism]] | None = None
+PLAINTEXT_LISTENER = Listener()  # `start`'s default: no TLS, no SASL
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -280,7 +272,7 @@ class KafkaServer:
         self._servers: list[asyncio.Server] = []
         self._drained: asyncio.Event | None = None
 
-    async def start(self, host: str, port: int, listener: Listener = Listener()) -> tuple[str, int]:
+    async def start(self, host: str, port: int, listener: Listener = PLAINTEXT_LISTENER) -> tuple[str, int]:
         """Listen on one listener; returns the bound address (port 0 picks a free port)."""
         server = await self.loop.create_server(lambda: KafkaConnection(self, listener), host, port,
                                                reuse_address=True, backlog=1024, ssl=listener.tls)

@@ -39,6 +39,11 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+# principal.py is below config.py, which checks `super.users` too; parse_super_users stays importable from
+# here, the authorizer's module (as tests/broker/test_acl.py imports it)
+from epoch_broker.broker.principal import parse_super_users as parse_super_users
+from epoch_broker.broker.principal import principal_problem
+
 WILDCARD_RESOURCE = "*"
 WILDCARD_PRINCIPAL = "User:*"
 WILDCARD_HOST = "*"
@@ -230,18 +235,6 @@ def _applies_to(binding: AclBinding, resource_name: str) -> bool:
     return binding.resource_name in (resource_name, WILDCARD_RESOURCE)
 
 
-def _principal_problem(principal: str) -> str | None:
-    if ":" not in principal:
-        return (
-            f"Could not parse principal from `{principal}` "
-            "(no colon is present separating the principal type from the principal name)"
-        )
-    kind, _, name = principal.partition(":")
-    if not kind or not name:
-        return f"Invalid principal `{principal}`: both the principal type and name must be non-empty"
-    return None
-
-
 def validate_binding(binding: AclBinding) -> str | None:
     """Why CreateAcls must refuse `binding` with INVALID_REQUEST, in one line, or None if it may be created."""
     if binding.resource_type in _NOT_CONCRETE_RESOURCES:
@@ -256,7 +249,7 @@ def validate_binding(binding: AclBinding) -> str | None:
         return "Resource name should not be empty"
     if binding.resource_type is ResourceType.CLUSTER and binding.resource_name != CLUSTER_NAME:
         return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
-    if problem := _principal_problem(binding.principal):
+    if problem := principal_problem(binding.principal):
         return problem
     if not binding.host:
         return 'Host should not be empty: "*" or an address'
@@ -275,19 +268,6 @@ def validate_filter(binding_filter: AclBindingFilter) -> str | None:
     if binding_filter.permission_type is AclPermissionType.UNKNOWN:
         return "Invalid permissionType UNKNOWN in the filter"
     return None
-
-
-def parse_super_users(value: str) -> frozenset[str]:
-    """Kafka's `super.users`: principals separated by ";", blanks around them and empty entries ignored.
-    Raises ValueError naming the first entry that is not a "Type:name" principal."""
-    result: set[str] = set()
-    for principal in (entry.strip() for entry in value.split(";")):
-        if not principal:
-            continue
-        if problem := _principal_problem(principal):
-            raise ValueError(f"super.users: {problem}")
-        result.add(principal)
-    return frozenset(result)
 
 
 class _PrefixIndex:

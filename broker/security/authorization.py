@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from epoch_broker.broker.config import BROKER_PRINCIPAL, BrokerConfig
+from epoch_broker.broker.principal import parse_super_users
 from epoch_broker.broker.security.acl import (
     SUPPORTED_OPERATIONS,
     WILDCARD_HOST,
@@ -31,7 +32,6 @@ from epoch_broker.broker.security.acl import (
     Authorizer,
     PatternType,
     ResourceType,
-    parse_super_users,
 )
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 

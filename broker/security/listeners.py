@@ -18,6 +18,8 @@ Rules:
   `sasl.mechanism.controller.protocol` as the `username`/`password` of that listener's JAAS config for the
   mechanism.
 - A JAAS config that does not parse is a start-up error naming its key.
+- `Listener` (a listener's name, TLS context and SASL mechanisms) is declared here, below network/server.py
+  which serves it: security/ does not import network/ (`bind_listeners` is handed the server).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import ssl
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from epoch_broker.broker.config import BROKER_USER, BrokerConfig, Endpoint, StartupError
-from epoch_broker.broker.network.server import KafkaServer, Listener
 from epoch_broker.broker.security import tls
 from epoch_broker.broker.security.sasl import (
     PLAIN_LOGIN_MODULE,
@@ -40,11 +44,25 @@ from epoch_broker.broker.security.sasl import (
     parse_jaas_users,
 )
 from epoch_broker.client.aio import PLAINTEXT, Security
+from epoch_broker.protocol.connection import SaslMechanism
+
+if TYPE_CHECKING:
+    from epoch_broker.broker.network.server import KafkaServer
 
 log = logging.getLogger(__name__)
 
 JAAS_SUFFIX = ".sasl.jaas.config"
 CLUSTER_SECRET_MECHANISM = "SCRAM-SHA-512"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Listener:
+    """What a connection on one listener needs: the listener's name, its TLS context, and the SASL mechanisms
+    it requires (name -> a factory of one exchange; None when it requires none)."""
+
+    name: str = "PLAINTEXT"
+    tls: ssl.SSLContext | None = None
+    sasl: Mapping[str, Callable[[], SaslMechanism]] | None = None
 
 
 def _uses_tls(protocol: str) -> bool:
