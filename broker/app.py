@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 from epoch_broker.broker.config import BrokerConfig, Endpoint, StartupError, topic_config
 from epoch_broker.broker.controller.channel import ControllerChannel, EmbeddedChannel
 from epoch_broker.broker.controller.controller import Controller
-from epoch_broker.broker.controller.store import CorruptMetadataLog
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.faults import POWER_LOSS_EXIT_STATUS, BrokerFaults
 from epoch_broker.broker.file_budget import FileBudget, raise_open_files_limit
@@ -48,6 +47,7 @@ from epoch_broker.broker.log_dirs import (
     corrupt_metadata_log,
 )
 from epoch_broker.broker.metadata.image import MetadataCache
+from epoch_broker.broker.metadata.stored_log import CorruptMetadataLog
 from epoch_broker.broker.network.dispatch import Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
 from epoch_broker.broker.replica.replica_manager import ReplicaManager, log_config_for

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 
 from epoch_broker.broker.config import StartupError
-from epoch_broker.broker.controller.store import CorruptMetadataLog
-from epoch_broker.broker.controller.store.file import FILE_NAME as METADATA_LOG
+from epoch_broker.broker.metadata.stored_log import FILE_NAME as METADATA_LOG
+from epoch_broker.broker.metadata.stored_log import CorruptMetadataLog
 from epoch_broker.storage import meta_properties
 from epoch_broker.storage.meta_properties import MetaPropertiesError
 

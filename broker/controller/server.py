@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING
 from epoch_broker.broker.config import BrokerConfig, Endpoint, StartupError
 from epoch_broker.broker.controller.channel import EmbeddedChannel
 from epoch_broker.broker.controller.controller import Controller
-from epoch_broker.broker.controller.store import CorruptMetadataLog
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.log_dirs import check_metadata_log_present, claim_log_dirs, corrupt_metadata_log
 from epoch_broker.broker.metadata.image import MetadataCache
+from epoch_broker.broker.metadata.stored_log import CorruptMetadataLog
 from epoch_broker.broker.network.dispatch import CONTROLLER, Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
 from epoch_broker.broker.security import authorization

@@ -4,6 +4,7 @@ Backends implement `load` and `append` (and `close`): `file.py` (the default, `c
 data dir) and `zookeeper.py` (`zookeeper.connect`: the log in ZooKeeper, appended only by the controller elected
 there, fenced by the controller epoch; it also elects and follows, for controller/quorum.py). The controller's
 decisions do not depend on which one it writes to; only when they become durable does (Controller.deferred).
+A store that cannot read its records back raises `CorruptMetadataLog` (metadata/stored_log.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,3 @@ class MetadataStore(Protocol):
 
 class NotController(Exception):
     """This process may not append: another controller is elected (or this one never was)."""
-
-
-class CorruptMetadataLog(Exception):
-    """The stored metadata cannot be read back: the start stops (guessing at cluster metadata is worse)."""

@@ -21,10 +21,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from epoch_broker.broker.controller.store import CorruptMetadataLog
 from epoch_broker.broker.metadata.records import from_json, to_json
-
-FILE_NAME = "cluster-metadata.log"
+from epoch_broker.broker.metadata.stored_log import FILE_NAME, CorruptMetadataLog
 
 
 class FileMetadataStore:
