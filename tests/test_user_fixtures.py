@@ -107,7 +107,7 @@ async def test_async_with_and_a_subprocess_broker_that_restarts_from_disk() -> N
 
 
 def test_a_subprocess_broker_on_metrics_port_0_serves_metrics_at_its_url_across_a_restart() -> None:
-    """The README's `metrics.listener` with port 0 also for `in_process=False`: the URL names the port the process
+    """docs/testing.md's `metrics.listener` with port 0 also for `in_process=False`: the URL names the port the process
     bound, and a restart binds the same one."""
 
     def scrape(url: str) -> str:

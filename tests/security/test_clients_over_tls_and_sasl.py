@@ -301,7 +301,7 @@ def test_kcat_scram_is_refused_as_librdkafka_2_0_repeats_its_nonce(secured: test
     """librdkafka before 2.6.1 (Debian kcat's 2.0.2) sends r=<client nonce><server-first nonce> in the SCRAM
     client-final (confluentinc/librdkafka#4895). RFC 5802 wants the server-first nonce exactly, as Kafka 4's
     ScramSaslServer checks: the login fails as with a wrong password, and kcat says so. (Kafka 3.8.1-3.9 let
-    these clients in; the README tells kcat users to log in with PLAIN.)"""
+    these clients in; docs/security.md tells kcat users to log in with PLAIN.)"""
     with pytest.raises(AssertionError, match=r"(?i)authentication|invalid credentials"):
         kcat(secured.address(case.listener), librdkafka_config(case, pki), "-L")
 

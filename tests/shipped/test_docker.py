@@ -206,7 +206,7 @@ class Project:
         return run([self.cli, "-f", self.file, "-p", self.name, *args], timeout, env=self.env).stdout
 
     def up(self) -> float:
-        """Up, waiting until every service is healthy, as the README says (v1 has no --wait: polled here);
+        """Up, waiting until every service is healthy, as docs/cluster.md says (v1 has no --wait: polled here);
         returns the seconds it took."""
         started = time.monotonic()
         if not self.v1:

@@ -1,4 +1,4 @@
-"""The README's PySpark pipeline (examples/spark_pipeline.py) runs as written: a cluster, a streaming job writing
+"""docs/pyspark.md's example pipeline (examples/spark_pipeline.py) runs as written: a cluster, a streaming job writing
 counts to a topic and to Parquet, then the drill whose unclean election stops the job with the truncation
 message, and the resumed run that reads the new records from the divergence point."""
 
