@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # PYTHONDONTWRITEBYTECODE is not passed on.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install interop-deps run cluster image test test-fast test-nightly test-interop bench lint clean
+.PHONY: install interop-deps run cluster image test test-fast test-nightly test-interop bench lint docs clean
 
 # setup.py compiles protocol/record_scan.py: a change to it must rebuild, or the stale build would run
 $(STAMP): pyproject.toml setup.py protocol/record_scan.py protocol/record_scan.pxd
@@ -61,6 +61,11 @@ bench: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+# the reference pages (docs/faults.md, metrics.md, drills.md, ...) from the code's catalogues; tests/test_docs.py
+# fails while a committed page differs from what this writes
+docs: install
+	$(PY) tools/generate_docs.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info tests/interop/js/node_modules protocol/*.so protocol/record_scan.c

@@ -5,15 +5,8 @@ node id (SET, or DELETE to clear; `epoch-broker admin fault --node N --set KEY=V
 `CATALOGUE` below with what it does. The code a fault affects reads `BrokerFaults`; nothing else switches
 a fault on, and no fault exists only for tests (franz-go kfake's control hooks are the model).
 
-Kinds:
-- flag: true/false (DELETE: false).
-- rule: per-API request rules, `fault.request.<api>` (the API's name in snake case, as in
-  protocol/messages/, or its key), value `error=<ERROR_NAME or code>`, `delay.ms=<n>`, `drop`, `count=<n>`,
-  comma-separated: answer that error in every error field, after the delay, or close the connection; `count`
-  requests only (default: until cleared). Applied in the dispatcher before the handler runs.
-- peers: a list of peers (fault.network.*), as their docs below say.
-- value: one number (DELETE: back to 0).
-- action: happens once, when set.
+Each fault's kind (`KINDS` below) says how its value reads. docs/faults.md is generated from this catalogue
+(`render_reference`, `make docs`).
 """
 
 from __future__ import annotations
@@ -25,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from epoch_broker.broker import events
+from epoch_broker.broker.reference import table
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import APIS
 from epoch_broker.storage.fs import DiskFaults
@@ -50,8 +44,20 @@ CLIENT_PEER_PREFIX = "client:"
 @dataclass(frozen=True, slots=True)
 class FaultSpec:
     key: str
-    kind: str  # "flag", "rule" or "action"
+    kind: str  # a key of KINDS
     doc: str
+
+
+KINDS: dict[str, str] = {
+    "flag": "`true` or `false`; DELETE clears it (false)",
+    "rule": "per API, `fault.request.<api>`: the API's name in snake case as in protocol/messages/ (`produce`, "
+            "`list_offsets`) or its key; the value is comma-separated `error=<ERROR_NAME or code>`, `delay.ms=<n>`, "
+            "`drop`, `count=<n>`: answer that error in every error field, after the delay, or close the connection; "
+            "`count` requests only (default: until cleared). Applied in the dispatcher before the handler runs",
+    "peers": "a comma-separated list of peers, as the hook's doc says; DELETE clears it",
+    "value": "one number; DELETE sets it back to 0",
+    "action": "happens once, when set; it cannot be cleared",
+}
 
 
 CATALOGUE: tuple[FaultSpec, ...] = (
@@ -328,6 +334,24 @@ def _parse_rule(key: str, value: str) -> RequestRule:
 
 
 def describe() -> str:
-    """The catalogue as help text (`epoch-broker admin fault --help`, README)."""
+    """The catalogue as help text (`epoch-broker admin fault --help`)."""
     width = max(len(spec.key) for spec in CATALOGUE)
     return "\n".join(f"  {spec.key:<{width}}  ({spec.kind}) {spec.doc}" for spec in CATALOGUE)
+
+
+def render_reference() -> str:
+    """docs/faults.md: every hook of the catalogue, then the kinds."""
+    return f"""# Fault hooks
+
+Every `fault.*` hook a broker serves, to break it on purpose from outside its process, and what each does. Set one
+with `epoch-broker admin fault --node N --set KEY=VALUE` (`--clear KEY` clears it), with the test kit's
+`cluster.fault(node, KEY, VALUE)`, or with any client's IncrementalAlterConfigs on the broker resource (type 4)
+named by the node id. A broker serves them only when started with `fault.hooks.enable=true` (the cluster launcher,
+the drills and the test kit start theirs so); DescribeConfigs on the broker lists the hooks in force.
+
+{table(("hook", "kind", "what it does"), ((f"`{spec.key}`", spec.kind, spec.doc) for spec in CATALOGUE))}
+
+## Kinds
+
+{table(("kind", "value"), KINDS.items())}
+"""

@@ -222,8 +222,3 @@ async def test_power_loss_exits_137_and_keeps_only_what_was_fsynced(tmp_path: Pa
         assert "no clean-shutdown marker" in process.log_path.read_text()
     finally:
         process.stop()
-
-
-def test_the_readme_lists_every_catalogued_fault() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert [spec.key for spec in CATALOGUE if f"| `{spec.key}` |" not in readme] == []
