@@ -6,8 +6,11 @@ meter a `_total` counter, its keys labels (`request`, `error`, `topic`, `partiti
 for (leader epochs, truncations, KIP-207 refusals, fenced fetches) takes the same shape under Kafka's nearest
 type; consumer lag uses kafka_exporter's names. Kafka's own-metrics (`kafka.server:type=<group>`, attribute
 `<name>`, as KIP-848's `group-coordinator-metrics`) map the way `socket-server-metrics` does: the group's hyphens
-dropped, the name's become underscores (`kafka_server_groupcoordinatormetrics_consumer_group_count`). The README's
-Observability section has the table; a test checks it names every family here and nothing else.
+dropped, the name's become underscores (`kafka_server_groupcoordinatormetrics_consumer_group_count`).
+
+Every family is one row of `CATALOGUE` (name, type, labels, HELP, the Kafka metric it maps): the families a scrape
+yields are made from it (`family`), docs/metrics.md is generated from it (`render_reference`, `make docs`), and
+a test checks that a process exports exactly the catalogue.
 
 Rules:
 - One `ProcessMetrics`, with its own `CollectorRegistry`, per broker or controller object: several brokers in
@@ -30,10 +33,12 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from epoch_broker.broker.groups.consumer_group import ConsumerGroup, ConsumerGroupState
 from epoch_broker.broker.metadata.records import PartitionChangeRecord
+from epoch_broker.broker.reference import table
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.schema import Api, Field
 from prometheus_client import CollectorRegistry
@@ -48,52 +53,179 @@ if TYPE_CHECKING:
 LATENCY_BUCKETS_MS = (0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 _BUCKET_LABELS = [*(str(float(bound)) for bound in LATENCY_BUCKETS_MS), "+Inf"]
 _ERROR_NAMES = {code.value: code.name for code in ErrorCode}
-# kafka.network:type=RequestMetrics latencies: (family name, help)
-LATENCIES = (
-    ("kafka_network_requestmetrics_totaltimems",
-     "Request time from the read of its frame to its response encoded for the socket (ms)"),
-    ("kafka_network_requestmetrics_requestqueuetimems",
-     "Time a read request waited before its handler ran: behind the connection's request in flight, for the "
-     "broker to be ready, a fault hook's delay (ms)"),
-    ("kafka_network_requestmetrics_localtimems", "Handler time, less the remote wait (ms)"),
-    ("kafka_network_requestmetrics_remotetimems",
-     "Time waiting on others: acks=all replication, a Fetch long poll (ms)"),
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One metric family: what /metrics says of it (name, type, labels, HELP) and the Kafka metric it maps."""
+
+    name: str  # the family's name; a counter's samples (and its HELP and TYPE lines) add `_total`
+    type: str  # "counter", "gauge" or "histogram"
+    labels: tuple[str, ...]
+    help: str
+    kafka: str = ""  # Kafka's MBean `<Type> <Name>` (or own-metric `<group> <name>`) it maps; "" where Kafka has none
+
+    @property
+    def exposed(self) -> str:
+        """The name a scrape shows (and a query uses)."""
+        return f"{self.name}_total" if self.type == "counter" else self.name
+
+
+_TP = ("topic", "partition")
+_GROUP_TP = ("consumergroup", "topic", "partition")
+CATALOGUE: tuple[MetricSpec, ...] = (
+    # counted where they happen
+    MetricSpec("kafka_network_requestmetrics_requests", "counter", ("request", "version"),
+               "Requests served, per API and version", "RequestMetrics RequestsPerSec"),
+    MetricSpec("kafka_network_requestmetrics_errors", "counter", ("request", "error"),
+               "Error codes in responses, per API and error (NONE included), one per partition",
+               "RequestMetrics ErrorsPerSec"),
+    MetricSpec("kafka_network_requestmetrics_totaltimems", "histogram", ("request",),
+               "Request time from the read of its frame to its response encoded for the socket (ms)",
+               "RequestMetrics TotalTimeMs"),
+    MetricSpec("kafka_network_requestmetrics_requestqueuetimems", "histogram", ("request",),
+               "Time a read request waited before its handler ran: behind the connection's request in flight, for "
+               "the broker to be ready, a fault hook's delay (ms)", "RequestMetrics RequestQueueTimeMs"),
+    MetricSpec("kafka_network_requestmetrics_localtimems", "histogram", ("request",),
+               "Handler time, less the remote wait (ms)", "RequestMetrics LocalTimeMs"),
+    MetricSpec("kafka_network_requestmetrics_remotetimems", "histogram", ("request",),
+               "Time waiting on others: acks=all replication, a Fetch long poll (ms)", "RequestMetrics RemoteTimeMs"),
+    MetricSpec("kafka_server_brokertopicmetrics_bytesin", "counter", ("topic",), "Bytes produced, per topic",
+               "BrokerTopicMetrics BytesInPerSec"),
+    MetricSpec("kafka_server_brokertopicmetrics_messagesin", "counter", ("topic",), "Records produced, per topic",
+               "BrokerTopicMetrics MessagesInPerSec"),
+    MetricSpec("kafka_server_brokertopicmetrics_bytesout", "counter", ("topic",),
+               "Bytes fetched by consumers, per topic", "BrokerTopicMetrics BytesOutPerSec"),
+    MetricSpec("kafka_server_brokertopicmetrics_replicationbytesin", "counter", ("topic",),
+               "Bytes appended as a follower, per topic", "BrokerTopicMetrics ReplicationBytesInPerSec"),
+    MetricSpec("kafka_server_brokertopicmetrics_replicationbytesout", "counter", ("topic",),
+               "Bytes fetched by follower replicas, per topic", "BrokerTopicMetrics ReplicationBytesOutPerSec"),
+    MetricSpec("kafka_server_replicamanager_fencedfetches", "counter", ("topic", "fetcher"),
+               "Fetches refused FENCED_LEADER_EPOCH (KIP-320), per topic and fetcher kind"),
+    MetricSpec("kafka_server_replicamanager_offsetnotavailable", "counter", ("topic",),
+               "ListOffsets refused OFFSET_NOT_AVAILABLE while a new leader's high watermark catches up (KIP-207), "
+               "per topic"),
+    MetricSpec("kafka_server_replicafetchermanager_truncations", "counter", ("topic",),
+               "Follower truncations that cut records (KIP-101), per topic"),
+    MetricSpec("kafka_server_replicafetchermanager_truncatedrecords", "counter", ("topic",),
+               "Offsets cut by follower truncations, per topic"),
+    MetricSpec("kafka_server_replicamanager_isrshrinks", "counter", (),
+               "ISR shrinks this broker asked for and the controller committed (as leader)",
+               "ReplicaManager IsrShrinksPerSec"),
+    MetricSpec("kafka_server_replicamanager_isrexpands", "counter", (),
+               "ISR expansions this broker asked for and the controller committed (as leader)",
+               "ReplicaManager IsrExpandsPerSec"),
+    MetricSpec("kafka_controller_controllerstats_leaderelections", "counter", (),
+               "Leader changes to a live broker committed by the controller",
+               "ControllerStats LeaderElectionRateAndTimeMs (its count)"),
+    MetricSpec("kafka_controller_controllerstats_uncleanleaderelections", "counter", (),
+               "Elections of a leader from outside the ISR", "ControllerStats UncleanLeaderElectionsPerSec"),
+    MetricSpec("kafka_controller_controllerstats_isrshrinks", "counter", (),
+               "ISR shrinks committed by the controller, for any reason (a fencing too)"),
+    MetricSpec("kafka_controller_controllerstats_isrexpands", "counter", (),
+               "ISR expansions committed by the controller"),
+    MetricSpec("kafka_coordinator_group_groupmetadatamanager_rebalances", "counter", ("group",),
+               "Rebalances completed (a new generation), per group"),
+    # Kafka's consumer-group-rebalance-count counts the bumps a heartbeat decides; here a leave's and a fencing's
+    # too (a timeout's), since those move partitions as much
+    MetricSpec("kafka_server_groupcoordinatormetrics_consumer_group_rebalance", "counter", ("group",),
+               "Consumer groups (KIP-848): group epoch bumps (a member joined, left or was fenced, a subscription "
+               "or subscribed topic changed), per group", "group-coordinator-metrics consumer-group-rebalance-count"),
+    # read at scrape time: a broker's
+    MetricSpec("kafka_server_replicamanager_partitioncount", "gauge", (), "Partitions hosted here",
+               "ReplicaManager PartitionCount"),
+    MetricSpec("kafka_server_replicamanager_leadercount", "gauge", (), "Partitions led here",
+               "ReplicaManager LeaderCount"),
+    MetricSpec("kafka_server_replicamanager_underreplicatedpartitions", "gauge", (),
+               "Partitions led here whose ISR is smaller than their replica set",
+               "ReplicaManager UnderReplicatedPartitions"),
+    MetricSpec("kafka_server_replicamanager_underminisrpartitioncount", "gauge", (),
+               "Partitions led here whose ISR is smaller than min.insync.replicas",
+               "ReplicaManager UnderMinIsrPartitionCount"),
+    MetricSpec("kafka_server_socketservermetrics_connection_count", "gauge", (), "Open client connections",
+               "socket-server-metrics connection-count"),
+    MetricSpec("kafka_server_metadata_lastappliedrecordoffset", "gauge", (),
+               "Offset of the last metadata record this broker applied",
+               "broker-metadata-metrics last-applied-record-offset"),
+    MetricSpec("kafka_cluster_partition_leaderepoch", "gauge", _TP, "Leader epoch of each partition hosted here"),
+    MetricSpec("kafka_cluster_partition_underreplicated", "gauge", _TP,
+               "1 if the partition, led here, is under-replicated", "Partition UnderReplicated"),
+    MetricSpec("kafka_log_log_size", "gauge", _TP, "Bytes of the partition's log segments", "Log Size"),
+    MetricSpec("kafka_log_log_logendoffset", "gauge", _TP, "Log end offset", "Log LogEndOffset"),
+    MetricSpec("kafka_log_log_logstartoffset", "gauge", _TP, "Log start offset", "Log LogStartOffset"),
+    MetricSpec("kafka_log_log_highwatermark", "gauge", _TP, "High watermark"),
+    MetricSpec("kafka_cluster_partition_followerlag", "gauge", (*_TP, "replica"),
+               "Offsets a follower lacks of the leader's log (leader side; the log end when the follower has not "
+               "fetched in this leader epoch)"),
+    MetricSpec("kafka_coordinator_group_groupmetadatamanager_numgroups", "gauge", ("state",),
+               "Classic groups coordinated here, per state", "GroupMetadataManager NumGroups"),
+    MetricSpec("kafka_server_groupcoordinatormetrics_group_count", "gauge", ("protocol",),
+               "Groups coordinated here, per protocol (classic, consumer)", "group-coordinator-metrics group-count"),
+    MetricSpec("kafka_server_groupcoordinatormetrics_consumer_group_count", "gauge", ("state",),
+               "Consumer groups (KIP-848) coordinated here, per state",
+               "group-coordinator-metrics consumer-group-count"),
+    MetricSpec("kafka_server_groupcoordinatormetrics_consumer_group_epoch", "gauge", ("group",),
+               "Group epoch of each consumer group coordinated here"),
+    MetricSpec("kafka_server_groupcoordinatormetrics_consumer_group_assignment_epoch", "gauge", ("group",),
+               "The group epoch each consumer group's target assignment was computed for (below the group epoch "
+               "while Assigning)"),
+    MetricSpec("kafka_consumergroup_current_offset", "gauge", _GROUP_TP, "Committed offset, per group and partition",
+               "kafka_exporter kafka_consumergroup_current_offset"),
+    MetricSpec("kafka_consumergroup_lag", "gauge", _GROUP_TP,
+               "High watermark less the committed offset (partitions with a replica here)",
+               "kafka_exporter kafka_consumergroup_lag"),
+    # read at scrape time: a controller's
+    MetricSpec("kafka_controller_kafkacontroller_activecontrollercount", "gauge", (),
+               "1: this process is the active controller", "KafkaController ActiveControllerCount"),
+    MetricSpec("kafka_controller_kafkacontroller_activebrokercount", "gauge", (), "Registered, unfenced brokers",
+               "KafkaController ActiveBrokerCount"),
+    MetricSpec("kafka_controller_kafkacontroller_fencedbrokercount", "gauge", (), "Registered, fenced brokers",
+               "KafkaController FencedBrokerCount"),
+    MetricSpec("kafka_controller_kafkacontroller_globaltopiccount", "gauge", (), "Topics",
+               "KafkaController GlobalTopicCount"),
+    MetricSpec("kafka_controller_kafkacontroller_globalpartitioncount", "gauge", (), "Partitions",
+               "KafkaController GlobalPartitionCount"),
+    MetricSpec("kafka_controller_kafkacontroller_offlinepartitionscount", "gauge", (), "Partitions with no leader",
+               "KafkaController OfflinePartitionsCount"),
+    MetricSpec("kafka_controller_kafkacontroller_lastcommittedrecordoffset", "gauge", (),
+               "Offset of the last record in the metadata log", "KafkaController LastCommittedRecordOffset"),
 )
-# Per-topic counters: (TopicStats attribute, family name, help, further labels: name, value, ...)
+METRICS = {spec.name: spec for spec in CATALOGUE}
+_FAMILY_TYPES = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily, "histogram": HistogramMetricFamily}
+
+# kafka.network:type=RequestMetrics latencies, in the order ApiStats.latencies holds them
+LATENCIES = ("kafka_network_requestmetrics_totaltimems", "kafka_network_requestmetrics_requestqueuetimems",
+             "kafka_network_requestmetrics_localtimems", "kafka_network_requestmetrics_remotetimems")
+# Per-topic counters: (TopicStats attribute, family, the family's further labels' values)
 TOPIC_COUNTERS = (
-    ("bytes_in", "kafka_server_brokertopicmetrics_bytesin", "Bytes produced, per topic", ()),
-    ("messages_in", "kafka_server_brokertopicmetrics_messagesin", "Records produced, per topic", ()),
-    ("bytes_out", "kafka_server_brokertopicmetrics_bytesout", "Bytes fetched by consumers, per topic", ()),
-    ("replication_bytes_in", "kafka_server_brokertopicmetrics_replicationbytesin",
-     "Bytes appended as a follower, per topic", ()),
-    ("replication_bytes_out", "kafka_server_brokertopicmetrics_replicationbytesout",
-     "Bytes fetched by follower replicas, per topic", ()),
-    ("fenced_consumer_fetches", "kafka_server_replicamanager_fencedfetches",
-     "Fetches refused FENCED_LEADER_EPOCH (KIP-320), per topic and fetcher kind", ("fetcher", "consumer")),
-    ("fenced_follower_fetches", "kafka_server_replicamanager_fencedfetches", "", ("fetcher", "follower")),
-    ("offsets_not_available", "kafka_server_replicamanager_offsetnotavailable",
-     "ListOffsets refused OFFSET_NOT_AVAILABLE while a new leader's high watermark catches up (KIP-207), per "
-     "topic", ()),
-    ("truncations", "kafka_server_replicafetchermanager_truncations",
-     "Follower truncations that cut records (KIP-101), per topic", ()),
-    ("truncated_records", "kafka_server_replicafetchermanager_truncatedrecords",
-     "Offsets cut by follower truncations, per topic", ()),
+    ("bytes_in", "kafka_server_brokertopicmetrics_bytesin", ()),
+    ("messages_in", "kafka_server_brokertopicmetrics_messagesin", ()),
+    ("bytes_out", "kafka_server_brokertopicmetrics_bytesout", ()),
+    ("replication_bytes_in", "kafka_server_brokertopicmetrics_replicationbytesin", ()),
+    ("replication_bytes_out", "kafka_server_brokertopicmetrics_replicationbytesout", ()),
+    ("fenced_consumer_fetches", "kafka_server_replicamanager_fencedfetches", ("consumer",)),
+    ("fenced_follower_fetches", "kafka_server_replicamanager_fencedfetches", ("follower",)),
+    ("offsets_not_available", "kafka_server_replicamanager_offsetnotavailable", ()),
+    ("truncations", "kafka_server_replicafetchermanager_truncations", ()),
+    ("truncated_records", "kafka_server_replicafetchermanager_truncatedrecords", ()),
 )
-# Process-wide counters: (key in ProcessMetrics.counters, family name, help)
+# Process-wide counters: (key in ProcessMetrics.counters, family)
 COUNTERS = (
-    ("isr_shrinks", "kafka_server_replicamanager_isrshrinks",
-     "ISR shrinks this broker asked for and the controller committed (as leader)"),
-    ("isr_expands", "kafka_server_replicamanager_isrexpands",
-     "ISR expansions this broker asked for and the controller committed (as leader)"),
-    ("elections", "kafka_controller_controllerstats_leaderelections",
-     "Leader changes to a live broker committed by the controller"),
-    ("unclean_elections", "kafka_controller_controllerstats_uncleanleaderelections",
-     "Elections of a leader from outside the ISR"),
-    ("controller_isr_shrinks", "kafka_controller_controllerstats_isrshrinks",
-     "ISR shrinks committed by the controller, for any reason (a fencing too)"),
-    ("controller_isr_expands", "kafka_controller_controllerstats_isrexpands",
-     "ISR expansions committed by the controller"),
+    ("isr_shrinks", "kafka_server_replicamanager_isrshrinks"),
+    ("isr_expands", "kafka_server_replicamanager_isrexpands"),
+    ("elections", "kafka_controller_controllerstats_leaderelections"),
+    ("unclean_elections", "kafka_controller_controllerstats_uncleanleaderelections"),
+    ("controller_isr_shrinks", "kafka_controller_controllerstats_isrshrinks"),
+    ("controller_isr_expands", "kafka_controller_controllerstats_isrexpands"),
 )
+
+
+def family(name: str, value: float | None = None) -> Any:
+    """An empty family of the catalogue's metric `name`; `value`: the one sample of a metric without labels."""
+    spec = METRICS[name]
+    if value is not None:
+        return _FAMILY_TYPES[spec.type](name, spec.help, value=value)
+    return _FAMILY_TYPES[spec.type](name, spec.help, labels=list(spec.labels))
 
 
 class Latency:
@@ -150,7 +282,7 @@ class ProcessMetrics:
         self.topics: dict[str, TopicStats] = {}
         self.rebalances: dict[str, int] = {}  # classic groups: generations completed
         self.consumer_group_rebalances: dict[str, int] = {}  # consumer groups: group epoch bumps
-        self.counters = dict.fromkeys((key for key, *_ in COUNTERS), 0)
+        self.counters = dict.fromkeys((key for key, _ in COUNTERS), 0)
         self._sampled: list[Callable[[], Iterable[Metric]]] = []
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Families(self))
@@ -255,26 +387,20 @@ class ProcessMetrics:
         """Every metric of the process, counted and sampled, as metric families."""
         yield from self._request_families()
         by_name: dict[str, CounterMetricFamily] = {}
-        for attribute, name, doc, extra in TOPIC_COUNTERS:
-            family = by_name.get(name)
-            if family is None:
-                family = by_name[name] = CounterMetricFamily(name, doc, labels=["topic", *extra[::2]])
+        for attribute, name, extra in TOPIC_COUNTERS:
+            topic_family = by_name.get(name)
+            if topic_family is None:
+                topic_family = by_name[name] = family(name)
             for topic, stats in self.topics.items():
-                family.add_metric([topic, *extra[1::2]], getattr(stats, attribute))
+                topic_family.add_metric([topic, *extra], getattr(stats, attribute))
         yield from by_name.values()
-        for key, name, doc in COUNTERS:
-            yield CounterMetricFamily(name, doc, value=self.counters[key])
-        rebalances = CounterMetricFamily("kafka_coordinator_group_groupmetadatamanager_rebalances",
-                                         "Rebalances completed (a new generation), per group", labels=["group"])
+        for key, name in COUNTERS:
+            yield family(name, self.counters[key])
+        rebalances = family("kafka_coordinator_group_groupmetadatamanager_rebalances")
         for group, count in self.rebalances.items():
             rebalances.add_metric([group], count)
         yield rebalances
-        # Kafka's consumer-group-rebalance-count counts the bumps a heartbeat decides; here a leave's and a fencing's
-        # too (a timeout's), since those move partitions as much
-        consumer_rebalances = CounterMetricFamily(
-            "kafka_server_groupcoordinatormetrics_consumer_group_rebalance",
-            "Consumer groups (KIP-848): group epoch bumps (a member joined, left or was fenced, a subscription or "
-            "subscribed topic changed), per group", labels=["group"])
+        consumer_rebalances = family("kafka_server_groupcoordinatormetrics_consumer_group_rebalance")
         for group, count in self.consumer_group_rebalances.items():
             consumer_rebalances.add_metric([group], count)
         yield consumer_rebalances
@@ -282,22 +408,20 @@ class ProcessMetrics:
             yield from sampled()
 
     def _request_families(self) -> Iterator[Metric]:
-        requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
-                                       "Requests served, per API and version", labels=["request", "version"])
-        errors = CounterMetricFamily("kafka_network_requestmetrics_errors", "Error codes in responses, per API and "
-                                     "error (NONE included), one per partition", labels=["request", "error"])
-        latencies = [HistogramMetricFamily(name, doc, labels=["request"]) for name, doc in LATENCIES]
+        requests = family("kafka_network_requestmetrics_requests")
+        errors = family("kafka_network_requestmetrics_errors")
+        latencies = [family(name) for name in LATENCIES]
         for stats in self.apis.values():
             for version, count in sorted(stats.requests.items()):
                 requests.add_metric([stats.name, str(version)], count)
             for code, count in sorted(stats.errors.items()):
                 errors.add_metric([stats.name, _ERROR_NAMES.get(code, str(code))], count)
-            for family, latency in zip(latencies, stats.latencies, strict=True):
+            for histogram, latency in zip(latencies, stats.latencies, strict=True):
                 cumulative, buckets = 0, []
                 for label, count in zip(_BUCKET_LABELS, latency.counts, strict=True):
                     cumulative += count
                     buckets.append((label, cumulative))
-                family.add_metric([stats.name], buckets, latency.sum)
+                histogram.add_metric([stats.name], buckets, latency.sum)
         yield requests
         yield errors
         yield from latencies
@@ -305,11 +429,11 @@ class ProcessMetrics:
     def exposition(self) -> bytes:
         """The Prometheus text format (0.0.4) of `families()`."""
         lines: list[str] = []
-        for family in self.families():
-            name = f"{family.name}_total" if family.type == "counter" else family.name  # as 0.0.4 names a counter
-            lines.append(f"# HELP {name} {_escape_help(family.documentation)}\n# TYPE {name} {family.type}\n")
+        for metric in self.families():
+            name = f"{metric.name}_total" if metric.type == "counter" else metric.name  # as 0.0.4 names a counter
+            lines.append(f"# HELP {name} {_escape_help(metric.documentation)}\n# TYPE {name} {metric.type}\n")
             lines.extend(f"{sample.name}{_labels(sample.labels)} {_number(sample.value)}\n"
-                         for sample in family.samples)
+                         for sample in metric.samples)
         return "".join(lines).encode()
 
 
@@ -371,10 +495,6 @@ def _count(message: Any, paths: ErrorPaths, counts: dict[int, int]) -> None:
                 _count(item, nested, counts)
 
 
-def _gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, doc, labels=list(labels))
-
-
 def consumer_lag(broker: BrokerServices) -> Iterator[tuple[str, str, int, int, int | None]]:
     """(group, topic, partition, committed offset, lag) of every committed offset this broker coordinates; the
     lag is the high watermark of the replica hosted here less the committed offset (None when no replica of the
@@ -392,31 +512,19 @@ def consumer_lag(broker: BrokerServices) -> Iterator[tuple[str, str, int, int, i
 def _broker_families(broker: BrokerServices, connections: int) -> Iterator[Metric]:
     partitions = list(broker.replica_manager.partitions.values())
     led = [p for p in partitions if p.is_leader]
-    yield GaugeMetricFamily("kafka_server_replicamanager_partitioncount", "Partitions hosted here",
-                            value=len(partitions))
-    yield GaugeMetricFamily("kafka_server_replicamanager_leadercount", "Partitions led here", value=len(led))
-    yield GaugeMetricFamily("kafka_server_replicamanager_underreplicatedpartitions",
-                            "Partitions led here whose ISR is smaller than their replica set",
-                            value=sum(p.under_replicated for p in led))
-    yield GaugeMetricFamily("kafka_server_replicamanager_underminisrpartitioncount",
-                            "Partitions led here whose ISR is smaller than min.insync.replicas",
-                            value=sum(p.under_min_isr for p in led))
-    yield GaugeMetricFamily("kafka_server_socketservermetrics_connection_count", "Open client connections",
-                            value=connections)
-    yield GaugeMetricFamily("kafka_server_metadata_lastappliedrecordoffset",
-                            "Offset of the last metadata record this broker applied",
-                            value=broker.metadata.metadata_offset)
-    labels = ("topic", "partition")
-    epoch = _gauge("kafka_cluster_partition_leaderepoch", "Leader epoch of each partition hosted here", labels)
-    under = _gauge("kafka_cluster_partition_underreplicated", "1 if the partition, led here, is under-replicated",
-                   labels)
-    size = _gauge("kafka_log_log_size", "Bytes of the partition's log segments", labels)
-    end = _gauge("kafka_log_log_logendoffset", "Log end offset", labels)
-    start = _gauge("kafka_log_log_logstartoffset", "Log start offset", labels)
-    high_watermark = _gauge("kafka_log_log_highwatermark", "High watermark", labels)
-    follower_lag = _gauge("kafka_cluster_partition_followerlag",
-                          "Offsets a follower lacks of the leader's log (leader side; the log end when the "
-                          "follower has not fetched in this leader epoch)", (*labels, "replica"))
+    yield family("kafka_server_replicamanager_partitioncount", len(partitions))
+    yield family("kafka_server_replicamanager_leadercount", len(led))
+    yield family("kafka_server_replicamanager_underreplicatedpartitions", sum(p.under_replicated for p in led))
+    yield family("kafka_server_replicamanager_underminisrpartitioncount", sum(p.under_min_isr for p in led))
+    yield family("kafka_server_socketservermetrics_connection_count", connections)
+    yield family("kafka_server_metadata_lastappliedrecordoffset", broker.metadata.metadata_offset)
+    epoch = family("kafka_cluster_partition_leaderepoch")
+    under = family("kafka_cluster_partition_underreplicated")
+    size = family("kafka_log_log_size")
+    end = family("kafka_log_log_logendoffset")
+    start = family("kafka_log_log_logstartoffset")
+    high_watermark = family("kafka_log_log_highwatermark")
+    follower_lag = family("kafka_cluster_partition_followerlag")
     for partition in partitions:
         key = [partition.topic, str(partition.index)]
         partition_log = partition.log
@@ -432,10 +540,8 @@ def _broker_families(broker: BrokerServices, connections: int) -> Iterator[Metri
                 follower_lag.add_metric([*key, str(replica)], lag)
     yield from (epoch, under, size, end, start, high_watermark, follower_lag)
     yield from _group_families(broker)
-    group_labels = ("consumergroup", "topic", "partition")
-    current = _gauge("kafka_consumergroup_current_offset", "Committed offset, per group and partition", group_labels)
-    lag_family = _gauge("kafka_consumergroup_lag",
-                        "High watermark less the committed offset (partitions with a replica here)", group_labels)
+    current = family("kafka_consumergroup_current_offset")
+    lag_family = family("kafka_consumergroup_lag")
     for group_id, topic, index, committed, group_lag in consumer_lag(broker):
         key = [group_id, topic, str(index)]
         current.add_metric(key, committed)
@@ -448,17 +554,11 @@ def _group_families(broker: BrokerServices) -> Iterator[Metric]:
     """Groups by type and state (Kafka's NumGroups counts classic groups, `consumer-group-count` consumer groups),
     and each consumer group's epochs."""
     coordinator = broker.group_coordinator_if_started
-    groups = _gauge("kafka_coordinator_group_groupmetadatamanager_numgroups",
-                    "Classic groups coordinated here, per state", ("state",))
-    by_type = _gauge("kafka_server_groupcoordinatormetrics_group_count", "Groups coordinated here, per protocol "
-                     "(classic, consumer)", ("protocol",))
-    consumer_groups = _gauge("kafka_server_groupcoordinatormetrics_consumer_group_count",
-                             "Consumer groups (KIP-848) coordinated here, per state", ("state",))
-    group_epoch = _gauge("kafka_server_groupcoordinatormetrics_consumer_group_epoch",
-                         "Group epoch of each consumer group coordinated here", ("group",))
-    assignment_epoch = _gauge("kafka_server_groupcoordinatormetrics_consumer_group_assignment_epoch",
-                              "The group epoch each consumer group's target assignment was computed for (below the "
-                              "group epoch while Assigning)", ("group",))
+    groups = family("kafka_coordinator_group_groupmetadatamanager_numgroups")
+    by_type = family("kafka_server_groupcoordinatormetrics_group_count")
+    consumer_groups = family("kafka_server_groupcoordinatormetrics_consumer_group_count")
+    group_epoch = family("kafka_server_groupcoordinatormetrics_consumer_group_epoch")
+    assignment_epoch = family("kafka_server_groupcoordinatormetrics_consumer_group_assignment_epoch")
     counts: dict[tuple[str, str], int] = {}
     for group in coordinator.groups.values() if coordinator is not None else ():
         key = (group.type, group.state_name)
@@ -485,16 +585,35 @@ def _group_families(broker: BrokerServices) -> Iterator[Metric]:
 def _controller_families(controller: Controller) -> Iterator[Metric]:
     image = controller.image
     states = [state for _, state in image.partitions()]
-    yield GaugeMetricFamily("kafka_controller_kafkacontroller_activecontrollercount",
-                            "1: this process is the active controller", value=int(controller.active))
-    yield GaugeMetricFamily("kafka_controller_kafkacontroller_activebrokercount", "Registered, unfenced brokers",
-                            value=len(image.brokers) - len(image.fenced_brokers))
-    yield GaugeMetricFamily("kafka_controller_kafkacontroller_fencedbrokercount", "Registered, fenced brokers",
-                            value=len(image.fenced_brokers))
-    yield GaugeMetricFamily("kafka_controller_kafkacontroller_globaltopiccount", "Topics",
-                            value=len(image.topics_by_id))
-    yield GaugeMetricFamily("kafka_controller_kafkacontroller_globalpartitioncount", "Partitions", value=len(states))
-    yield GaugeMetricFamily("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions with no leader",
-                            value=sum(state.leader < 0 for state in states))
-    yield GaugeMetricFamily("kafka_controller_kafkacontroller_lastcommittedrecordoffset",
-                            "Offset of the last record in the metadata log", value=controller.committed_offset - 1)
+    yield family("kafka_controller_kafkacontroller_activecontrollercount", int(controller.active))
+    yield family("kafka_controller_kafkacontroller_activebrokercount", len(image.brokers) - len(image.fenced_brokers))
+    yield family("kafka_controller_kafkacontroller_fencedbrokercount", len(image.fenced_brokers))
+    yield family("kafka_controller_kafkacontroller_globaltopiccount", len(image.topics_by_id))
+    yield family("kafka_controller_kafkacontroller_globalpartitioncount", len(states))
+    yield family("kafka_controller_kafkacontroller_offlinepartitionscount", sum(state.leader < 0 for state in states))
+    yield family("kafka_controller_kafkacontroller_lastcommittedrecordoffset", controller.committed_offset - 1)
+
+
+def render_reference() -> str:
+    """docs/metrics.md: every family of the catalogue."""
+    rows = ((f"`{spec.exposed}`", spec.type, ", ".join(spec.labels), spec.help, spec.kafka or "none (this project's)")
+            for spec in CATALOGUE)
+    buckets = ", ".join(f"{bound:g}" for bound in LATENCY_BUCKETS_MS)
+    return f"""# Metrics
+
+Every Prometheus metric family a broker or controller process serves at `/metrics` once `metrics.listener` is set
+(`--override metrics.listener=http://127.0.0.1:9644`): its name as a query names it, type, labels, what it counts
+and the Kafka metric it stands for. [observability.md](observability.md) shows how to scrape them and the status
+page beside them.
+
+{table(("metric", "type", "labels", "what it counts", "Kafka's"), rows)}
+
+Names are Kafka's JMX names mapped the way the Prometheus JMX exporter's Kafka rules map them: the MBean
+`kafka.<domain>:type=<Type>,name=<Name>` becomes `kafka_<domain>_<type>_<name>` in lower case, a `...PerSec` meter
+a `_total` counter, its keys labels. Kafka's own-metrics groups (`socket-server-metrics`,
+`group-coordinator-metrics`) lose their hyphens, their names' become underscores. Where Kafka has no metric (leader
+epochs, truncations, KIP-207 refusals, fenced fetches) the family takes the same shape under Kafka's nearest type;
+consumer lag takes kafka_exporter's names. Latencies are histograms in milliseconds, with the buckets {buckets}.
+Counters count from the process's start; a process counts what happens in it, so the controller's counters and
+gauges come from the controller process (or the broker that embeds it).
+"""

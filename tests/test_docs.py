@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 
 import pytest
-from epoch_broker.broker import faults
+from epoch_broker.broker import faults, metrics
 
 from tools.generate_docs import PAGES, ROOT, render
 
@@ -43,3 +43,10 @@ def rows(page: str, key: str) -> int:
 def test_every_fault_hook_is_on_the_faults_page_once() -> None:
     assert {spec.key: rows("docs/faults.md", spec.key) for spec in faults.CATALOGUE} == {
         spec.key: 1 for spec in faults.CATALOGUE}
+
+
+def test_every_metric_family_is_on_the_metrics_page_once() -> None:
+    """By the name a query uses (a counter's with `_total`); that a process exports exactly the catalogue is
+    tests/observability/test_metrics.py's."""
+    assert {spec.exposed: rows("docs/metrics.md", spec.exposed) for spec in metrics.CATALOGUE} == {
+        spec.exposed: 1 for spec in metrics.CATALOGUE}

@@ -17,13 +17,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from epoch_broker.broker import faults
+from epoch_broker.broker import faults, metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "make docs"
 
 PAGES: dict[str, Callable[[], str]] = {
     "docs/faults.md": faults.render_reference,
+    "docs/metrics.md": metrics.render_reference,
 }
 
 
