@@ -1,29 +1,7 @@
 """`epoch-broker drill check HISTORY_DIR`: which invariants a drill's history (drill/history.py) keeps.
 
-The invariants, each counted and shown with at most 10 examples:
-- `lost`: an acknowledged record that the final reader did not read back in its partition.
-- `duplicated`: a value the final reader read at two offsets, or in a partition it was not sent to as well.
-- `inconsistent_offsets`: one offset of a partition with two values among all reads and acknowledged offsets.
-- `non_monotonic`: a producer's acknowledged offsets, in send order, going back.
-- `unseen` (never fails): sends without any outcome that the final log does not hold either.
-- `epoch_regression`: a broker's Metadata answers going back in leader epoch (KIP-232).
-- `latest_regression`: ListOffsets LATEST answers going back, whichever broker led (KIP-207).
-- `undetected_truncation`: a consumer read a record the final log replaced or cut, and never said so (KIP-320).
-- `replicas_consistent`: replicas' logs and epoch checkpoints agree below the high watermark (StrongIsr).
-- `epoch_fenced_produce`: an acknowledged record whose Produce carried a leader epoch (KIP-359, the send's
-  optional `leader_epoch`) that the final log holds in another epoch: a leader in one epoch took a write meant
-  for another.
-- `aborted_read`: a record of an aborted transaction read by a read_committed consumer (KIP-98).
-- `partial_transaction`: a transaction of which the final log (a read_committed reader) holds some records but
-  not all: whatever its outcome, a transaction is atomic.
-- `poll_skip` (Jepsen's poll-skip): a consumer's successive reads of a partition within one assignment skip an
-  offset the final log holds.
-- `nonmonotonic_poll` (Jepsen's nonmonotonic-poll): a consumer's successive reads of a partition within one
-  assignment go back (or repeat an offset).
-- `owned_twice`: a partition held by two live members of one consumer group at the same time.
-- `unconsumed`: a record of the final log that no member of a consumer group read: a group whose members commit
-  what they have read consumes every record at least once, through every rebalance and coordinator change (a
-  drill's members read up to the high watermarks before they close).
+The invariants are `INVARIANTS` below (docs/drills.md lists them), each counted and shown with at most 10
+examples.
 
 Rules:
 - The final reader's read-back after healing is the final log: what it holds is what the cluster kept.
@@ -91,6 +69,32 @@ Record = tuple[TopicPartition, str]  # a record is named by its partition and va
 FINAL_READER = "reader"
 MAX_EXAMPLES = 10
 _EPOCH_ERRORS = ("FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH")
+# Every invariant `check` reports, in its order: name -> what it counts
+INVARIANTS: dict[str, str] = {
+    "lost": "an acknowledged record that the final reader did not read back in its partition",
+    "duplicated": "a value the final reader read at two offsets, or in a partition it was not sent to as well",
+    "inconsistent_offsets": "one offset of a partition with two values among all reads and acknowledged offsets",
+    "non_monotonic": "a producer's acknowledged offsets, in send order, going back",
+    "unseen": "(never fails) sends without any outcome that the final log does not hold either",
+    "epoch_regression": "a broker's Metadata answers going back in leader epoch (KIP-232)",
+    "latest_regression": "ListOffsets LATEST answers going back, whichever broker led (KIP-207)",
+    "undetected_truncation": "a consumer read a record the final log replaced or cut, and never said so (KIP-320)",
+    "replicas_consistent": "replicas' logs and epoch checkpoints agree below the high watermark (StrongIsr)",
+    "epoch_fenced_produce": "an acknowledged record whose Produce carried a leader epoch (KIP-359, the send's "
+                            "optional `leader_epoch`) that the final log holds in another epoch: a leader in one "
+                            "epoch took a write meant for another",
+    "aborted_read": "a record of an aborted transaction read by a read_committed consumer (KIP-98)",
+    "partial_transaction": "a transaction of which the final log (a read_committed reader) holds some records but "
+                           "not all: whatever its outcome, a transaction is atomic",
+    "poll_skip": "(Jepsen's poll-skip) a consumer's successive reads of a partition within one assignment skip an "
+                 "offset the final log holds",
+    "nonmonotonic_poll": "(Jepsen's nonmonotonic-poll) a consumer's successive reads of a partition within one "
+                         "assignment go back (or repeat an offset)",
+    "owned_twice": "a partition held by two live members of one consumer group at the same time",
+    "unconsumed": "a record of the final log that no member of a consumer group read: a group whose members commit "
+                  "what they have read consumes every record at least once, through every rebalance and "
+                  "coordinator change (a drill's members read up to the high watermarks before they close)",
+}
 
 
 @dataclass(slots=True)

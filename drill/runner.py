@@ -76,8 +76,12 @@ class DrillError(RuntimeError):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    names = ", ".join(scenarios())
-    parser.add_argument("scenario", help=f"one of: {names}; or `check HISTORY_DIR`")
+    known = scenarios()
+    width = max(map(len, known))
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter  # the scenarios' list keeps its lines
+    parser.epilog = ("scenarios (faults, invariants and options of each: docs/drills.md):\n"
+                     + "\n".join(f"  {name:<{width}}  {scenario.summary}" for name, scenario in known.items()))
+    parser.add_argument("scenario", help="a scenario named below; or `check HISTORY_DIR`")
     parser.add_argument("--seed", type=int, default=None, help="the fault schedule's seed (default: random)")
     parser.add_argument("--duration", type=float, default=None, help="seconds of faults (default: the scenario's)")
     parser.add_argument("--brokers", type=int, default=3, help="brokers of the cluster it starts (default 3)")

@@ -3,7 +3,8 @@ drills.md and whatever else tools/generate_docs.py's PAGES names.
 
 - Each page is committed as the code renders it now: a change to a catalogue without `make docs` fails here.
 - Each catalogue's rows are on its page exactly once: every fault hook, every metric family a process exports,
-  every drill scenario.
+  every drill scenario (in the table and as a section), every nemesis fault and checker invariant; and what a
+  scenario names (its faults, its invariants) exists.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import difflib
 
 import pytest
 from epoch_broker.broker import faults, metrics
+from epoch_broker.drill.checker import INVARIANTS, check
+from epoch_broker.drill.nemesis import FAULTS
+from epoch_broker.drill.scenarios import scenarios
 
 from tools.generate_docs import PAGES, ROOT, render
 
@@ -50,3 +54,20 @@ def test_every_metric_family_is_on_the_metrics_page_once() -> None:
     tests/observability/test_metrics.py's."""
     assert {spec.exposed: rows("docs/metrics.md", spec.exposed) for spec in metrics.CATALOGUE} == {
         spec.exposed: 1 for spec in metrics.CATALOGUE}
+
+
+def test_every_scenario_nemesis_fault_and_invariant_is_on_the_drills_page_once() -> None:
+    page = "docs/drills.md"
+    lines = committed(page).splitlines()
+    known = scenarios()
+    assert {name: (sum(line.startswith(f"| [`{name}`](#{name}) |") for line in lines), lines.count(f"## {name}"))
+            for name in known} == {name: (1, 1) for name in known}
+    assert {name: rows(page, name) for name in [*FAULTS, *INVARIANTS]} == dict.fromkeys([*FAULTS, *INVARIANTS], 1)
+
+
+def test_what_a_scenario_names_exists() -> None:
+    """Its faults are the nemesis's, its invariants the checker's (INVARIANTS is what `check` reports, in order)."""
+    assert [invariant.name for invariant in check([]).invariants] == list(INVARIANTS)
+    assert {name: [fault for fault in scenario.faults if fault not in FAULTS]
+            + [invariant for invariant in scenario.invariants if invariant not in INVARIANTS]
+            for name, scenario in scenarios().items()} == {name: [] for name in scenarios()}

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from epoch_broker.broker import faults, metrics
+from epoch_broker.drill import scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "make docs"
@@ -25,13 +26,18 @@ COMMAND = "make docs"
 PAGES: dict[str, Callable[[], str]] = {
     "docs/faults.md": faults.render_reference,
     "docs/metrics.md": metrics.render_reference,
+    "docs/drills.md": scenarios.render_reference,
 }
 
 
 def source_of(render: Callable[[], str]) -> str:
-    """The file `render` is declared in, relative to the checkout (the layers are installed from their folders)."""
+    """The file `render` is declared in (a package's folder for its __init__.py, whose modules may hold the rows),
+    relative to the checkout: the layers are installed from their folders."""
     path = Path(inspect.getfile(render)).resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+    if path.name == "__init__.py":
+        path = path.parent
+    shown = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+    return shown + "/" if path.is_dir() else shown
 
 
 def render(page: str) -> str:

@@ -1,24 +1,11 @@
-"""consumer-group-churn
-
-Behaviour: the workload of leader-kill plus a consumer group of three members (drill/workload.py's
-ConsumerGroup: confluent-kafka consumers subscribed to the 6-partition topic, one of them static with a
-`group.instance.id`), with `group.protocol=consumer` (KIP-848) unless `--group-protocol classic` says otherwise.
-Members join and leave cleanly, the static member closes and a new instance of it starts within its session, and
-the broker coordinating the group (the leader of its `__consumer_offsets` partition, found with FindCoordinator)
-is SIGKILLed once or twice and started again: the next leader of that partition loads the group and its members
-carry on. The plan holds each of the four faults at least once, in an order drawn from the seed, then more
-member faults while the duration lasts.
-Faults: member-join, member-leave, static-restart (on the workload's members), group-coordinator-kill.
-Invariants: those of leader-kill, and the consumer group's: no member's successive polls of a partition within
-one assignment skip an offset of the log (poll_skip) or go back (nonmonotonic_poll), and no partition is held
-by two live members at once (owned_twice; drill/checker.py says why the rule holds for the classic protocols
-too), and the group's members together read every record of the final log (unconsumed).
-"""
+"""consumer-group-churn: its plan holds each of the four faults at least once, in an order drawn from the seed (one
+or two coordinator kills), then more member faults while the duration lasts, each a gap apart in which a
+rebalance settles."""
 
 import random
 
 from epoch_broker.drill.nemesis import FAULTS, GROUP, GROUP_COORDINATOR, ScheduledFault
-from epoch_broker.drill.scenarios import Scenario
+from epoch_broker.drill.scenarios import PRODUCER_INVARIANTS, Scenario
 
 MEMBER_FAULTS = ("member-join", "member-leave", "static-restart")
 KILL = "group-coordinator-kill"
@@ -40,6 +27,17 @@ def plan(seed: int, duration_s: float, brokers: list[str], partitions: int) -> l
         at += length + rng.uniform(*GAP_S)
 
 
-SCENARIO = Scenario("consumer-group-churn", "members join, leave and restart while the group coordinator is killed",
-                    (*MEMBER_FAULTS, KILL), partitions=6, duration_s=30.0, group_members=3,
-                    group_protocol="consumer", plan=plan)
+SCENARIO = Scenario(
+    "consumer-group-churn", "members join, leave and restart while the group coordinator is killed",
+    "The workload of leader-kill plus a consumer group of three members (confluent-kafka consumers subscribed to "
+    "the 6-partition topic, one of them static with a `group.instance.id`), with `group.protocol=consumer` "
+    "(KIP-848) unless `--group-protocol classic` says otherwise. Members join and leave cleanly, the static member "
+    "closes and a new instance of it starts within its session, and the broker coordinating the group (the leader "
+    "of its `__consumer_offsets` partition, found with FindCoordinator) is SIGKILLed once or twice and started "
+    "again: the next leader of that partition loads the group and its members carry on. Each of the four faults "
+    "comes at least once, in an order drawn from the seed, then more member faults while the duration lasts. No "
+    "member's successive polls of a partition within one assignment skip an offset of the log or go back, no "
+    "partition is held by two live members at once (drill/checker.py says why the rule holds for the classic "
+    "protocols too), and the group's members together read every record of the final log.",
+    (*MEMBER_FAULTS, KILL), (*PRODUCER_INVARIANTS, "poll_skip", "nonmonotonic_poll", "owned_twice", "unconsumed"),
+    partitions=6, duration_s=30.0, group_members=3, group_protocol="consumer", plan=plan)

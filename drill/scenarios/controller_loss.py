@@ -1,13 +1,10 @@
-"""controller-loss
+"""controller-loss: the controller killed or paused."""
 
-Behaviour: the workload of leader-kill while the controller is SIGKILLed (and started again) or SIGSTOPped (and
-resumed); brokers keep serving with the leaders they have, and elections wait for the controller.
-Faults: controller-kill, controller-pause, and a leader-kill between them (an election the controller must
-make once back).
-Invariants: those of leader-kill.
-"""
+from epoch_broker.drill.scenarios import PRODUCER_INVARIANTS, Scenario
 
-from epoch_broker.drill.scenarios import Scenario
-
-SCENARIO = Scenario("controller-loss", "kill or pause the controller", ("controller-kill", "controller-pause",
-                                                                        "leader-kill"), duration_s=25.0)
+SCENARIO = Scenario(
+    "controller-loss", "kill or pause the controller",
+    "The workload of leader-kill while the controller is SIGKILLed (and started again) or SIGSTOPped (and "
+    "resumed); brokers keep serving with the leaders they have, and elections wait for the controller. A "
+    "leader-kill between them makes an election the controller must make once back.",
+    ("controller-kill", "controller-pause", "leader-kill"), PRODUCER_INVARIANTS, duration_s=25.0)

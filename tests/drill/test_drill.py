@@ -49,9 +49,12 @@ def test_the_same_seed_gives_the_same_schedule_and_another_seed_another() -> Non
     assert [f.target for f in scenarios()["rolling-restart"].schedule(5, 30.0, BROKERS)] == BROKERS
 
 
-def test_the_readme_lists_every_scenario() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert [name for name in scenarios() if f"| `{name}` |" not in readme] == []
+def test_drill_help_lists_every_scenario_with_its_summary(tmp_path: Path) -> None:
+    """The CLI's list comes from the catalogue (docs/drills.md too: tests/test_docs.py checks the page)."""
+    run = drill("--help", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert [name for name, scenario in scenarios().items()
+            if not any(line.split() == [name, *scenario.summary.split()] for line in run.stdout.splitlines())] == []
 
 
 @pytest.mark.slow
