@@ -51,8 +51,8 @@ class KafkaClient:
         self.connection = ClientConnection(client_id)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
-        self._futures: dict[int, asyncio.Future] = {}
-        self._read_task: asyncio.Task | None = None
+        self._futures: dict[int, asyncio.Future[Any]] = {}  # decoded responses by correlation id
+        self._read_task: asyncio.Task[None] | None = None
         self._closed: ConnectionClosed | None = None  # set when the read loop ended: every later request fails
 
     @classmethod
@@ -148,7 +148,7 @@ class KafkaClient:
         if not expect_response:
             await self._writer.drain()
             return None
-        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._futures[correlation_id] = future
         await self._writer.drain()
         return await future

@@ -62,3 +62,7 @@ class BlockingKafkaClient:
                 if response.error is not None:
                     raise response.error
                 return response.body
+
+
+# ConnectionClosed: what `request` raises when the broker closes the connection, for callers to catch
+__all__ = ["DEFAULT_TIMEOUT_S", "BlockingKafkaClient", "ConnectionClosed"]

@@ -82,7 +82,8 @@ class ScramClient:
         if self._stage != "initial":
             raise SaslError(f"{self.mechanism}: initial() called twice")
         self._stage = "server-first"
-        return self._scramp.get_client_first().encode()
+        first: str = self._scramp.get_client_first()  # scramp's messages are str (it has no type information)
+        return first.encode()
 
     def evaluate(self, challenge: bytes) -> bytes | None:
         stage, self._stage = self._stage, "done"  # any failure ends the exchange
@@ -90,7 +91,8 @@ class ScramClient:
             message = challenge.decode("utf-8")
             if stage == "server-first":
                 self._scramp.set_server_first(message)
-                answer = self._scramp.get_client_final().encode()
+                final: str = self._scramp.get_client_final()
+                answer = final.encode()
                 self._stage = "server-final"
                 return answer
             if stage == "server-final":

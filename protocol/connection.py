@@ -37,6 +37,7 @@ from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.framing import frame_size_prefix
 from epoch_broker.protocol.headers import decode_request_header, encode_response_header, peek_request
 from epoch_broker.protocol.messages import api_versions, sasl_authenticate, sasl_handshake
+from epoch_broker.protocol.primitives import Parts
 from epoch_broker.protocol.schema import Api, DecodeError, UnsupportedVersionError
 from epoch_broker.protocol.versions import VersionRange
 
@@ -202,14 +203,14 @@ class ServerConnection:
         return served, Request(api, api_version, correlation_id, header.client_id, body)
 
     @staticmethod
-    def encode_response(request: Request, response: Any) -> list:
+    def encode_response(request: Request, response: Any) -> Parts:
         """The framed response parts (bytes, and whatever `encode_parts` leaves unencoded, such as file ranges)."""
         if request.raw_token:
             token = response.auth_bytes
             return [frame_size_prefix(len(token)), token]
         version = request.response_version
         api = request.api
-        parts = [b"", encode_response_header(request.correlation_id, api.response_header_version(version))]
+        parts: Parts = [b"", encode_response_header(request.correlation_id, api.response_header_version(version))]
         api.response.encode_parts(response, version, parts)
         parts[0] = frame_size_prefix(sum(len(p) for p in parts))
         return parts

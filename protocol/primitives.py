@@ -5,7 +5,7 @@ Rules of this module:
   construct users expect; the schema compiler (schema.py) asks each type for the *names* of a reader and
   a writer function and emits calls to them, so a compiled message is one flat Python function per struct.
 - Readers have the signature `read(buf: memoryview, pos: int) -> (value, new_pos)`; writers
-  `write(out: list, value) -> None` and append bytes-like parts to `out`. Working on (buffer, position)
+  `write(out: Parts, value) -> None` and append bytes-like parts to `out`. Working on (buffer, position)
   instead of a stream lets `records` be returned as a memoryview slice of the frame: no copy on decode.
 - Readers raise DecodeError, IndexError or struct.error on short or malformed input; `schema.Message.decode`
   turns all of them into DecodeError, the one error type callers see.
@@ -48,6 +48,14 @@ class EncodeError(ValueError):
     """A value that cannot be written in the requested version (a bug on our side, not the peer's)."""
 
 
+# What a writer appends to: bytes-like parts, and (Message.encode_parts) any `records` value left unencoded, such
+# as a file range sent with sendfile.
+Parts = list[Any]
+# The compiled functions' signatures (see the module rules).
+Reader = Callable[[memoryview, int], tuple[Any, int]]
+Writer = Callable[[Parts, Any], None]
+
+
 # -- varints ---------------------------------------------------------------------------------------------
 
 _UVARINT_SMALL = [bytes([i]) for i in range(128)]
@@ -83,7 +91,7 @@ def encode_uvarint(value: int) -> bytes:
     return bytes(out)
 
 
-def write_uvarint(out: list, value: int) -> None:
+def write_uvarint(out: Parts, value: int) -> None:
     out.append(encode_uvarint(value))
 
 
@@ -121,13 +129,13 @@ def encode_varlong(value: int) -> bytes:
     return bytes(out)
 
 
-def write_varint(out: list, value: int) -> None:
+def write_varint(out: Parts, value: int) -> None:
     if not -(1 << 31) <= value < (1 << 31):
         raise EncodeError(f"varint out of range: {value}")
     out.append(encode_varlong(value))
 
 
-def write_varlong(out: list, value: int) -> None:
+def write_varlong(out: Parts, value: int) -> None:
     out.append(encode_varlong(value))
 
 
@@ -186,26 +194,26 @@ def read_compact_nullable_string(buf: memoryview, pos: int) -> tuple[str | None,
     return str(buf[pos:end], "utf-8"), end
 
 
-def write_string(out: list, value: str) -> None:
+def write_string(out: Parts, value: str) -> None:
     data = value.encode()
     if len(data) > 0x7FFF:
         raise EncodeError("string longer than 32767 bytes")
     out.append(I16.pack(len(data)) + data)
 
 
-def write_nullable_string(out: list, value: str | None) -> None:
+def write_nullable_string(out: Parts, value: str | None) -> None:
     if value is None:
         out.append(b"\xff\xff")
     else:
         write_string(out, value)
 
 
-def write_compact_string(out: list, value: str) -> None:
+def write_compact_string(out: Parts, value: str) -> None:
     data = value.encode()
     out.append(_compact_length(len(data)) + data)
 
 
-def write_compact_nullable_string(out: list, value: str | None) -> None:
+def write_compact_nullable_string(out: Parts, value: str | None) -> None:
     if value is None:
         out.append(b"\x00")
     else:
@@ -266,24 +274,24 @@ def read_compact_records(buf: memoryview, pos: int) -> tuple[memoryview | None, 
     return buf[pos:end], end
 
 
-def write_bytes(out: list, value: bytes) -> None:
+def write_bytes(out: Parts, value: bytes) -> None:
     out.append(I32.pack(len(value)))
     out.append(value)
 
 
-def write_nullable_bytes(out: list, value: bytes | None) -> None:
+def write_nullable_bytes(out: Parts, value: bytes | None) -> None:
     if value is None:
         out.append(b"\xff\xff\xff\xff")
     else:
         write_bytes(out, value)
 
 
-def write_compact_bytes(out: list, value: bytes) -> None:
+def write_compact_bytes(out: Parts, value: bytes) -> None:
     out.append(_compact_length(len(value)))
     out.append(value)
 
 
-def write_compact_nullable_bytes(out: list, value: bytes | None) -> None:
+def write_compact_nullable_bytes(out: Parts, value: bytes | None) -> None:
     if value is None:
         out.append(b"\x00")
     else:
@@ -315,11 +323,11 @@ def read_compact_array_length(buf: memoryview, pos: int) -> tuple[int, int]:
     return n, pos
 
 
-def write_array_length(out: list, n: int) -> None:
+def write_array_length(out: Parts, n: int) -> None:
     out.append(I32.pack(n))
 
 
-def write_compact_array_length(out: list, n: int) -> None:
+def write_compact_array_length(out: Parts, n: int) -> None:
     out.append(encode_uvarint(n + 1))
 
 
@@ -346,7 +354,7 @@ class CodeGen:
             self.blocks.append(text)
 
 
-def compile_function(construct: KafkaConstruct, side: str, label: str) -> Callable:
+def compile_function(construct: KafkaConstruct, side: str, label: str) -> Callable[..., Any]:
     """The reader (`side` "reader") or the writer of `construct` alone, generated and compiled: a server only
     reads requests and writes responses, so generating both sides (as construct's own compile does) would double
     the cost of each API's first use. `label` names the generated code in tracebacks."""
@@ -358,7 +366,8 @@ def compile_function(construct: KafkaConstruct, side: str, label: str) -> Callab
     namespace.update({k: v for k, v in linked.items() if k != "__late__"})
     for statement in linked.get("__late__", ()):
         exec(statement, namespace)
-    return namespace[name]
+    function: Callable[..., Any] = namespace[name]
+    return function
 
 
 class KafkaConstruct(Construct):
@@ -374,8 +383,8 @@ class KafkaConstruct(Construct):
     def writer_name(self, code: Any) -> str:
         raise NotImplementedError
 
-    def _function(self, side: str) -> Callable:
-        compiled = self.__dict__.setdefault("_compiled", {})
+    def _function(self, side: str) -> Callable[..., Any]:
+        compiled: dict[str, Callable[..., Any]] = self.__dict__.setdefault("_compiled", {})
         if side not in compiled:
             compiled[side] = compile_function(self, side, type(self).__name__)
         return compiled[side]
@@ -387,7 +396,7 @@ class KafkaConstruct(Construct):
         return value
 
     def _build(self, obj: Any, stream: Any, context: Any, path: Any) -> Any:
-        out: list = []
+        out: Parts = []
         self._function("writer")(out, obj)
         stream.write(b"".join(out))
         return obj

@@ -216,7 +216,8 @@ def _load_crc32c() -> Callable[[Buffer], int]:
                 if extension is not None and extension.loader is not None:
                     module = importlib.util.module_from_spec(extension)
                     extension.loader.exec_module(module)
-                    return module.crc32c
+                    function: Callable[[Buffer], int] = module.crc32c
+                    return function
     from crc32c import crc32c  # laid out otherwise: the package's own way
 
     return crc32c

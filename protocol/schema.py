@@ -28,11 +28,11 @@ import itertools
 import keyword
 import re
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from epoch_broker.protocol import primitives
-from epoch_broker.protocol.primitives import ZERO_UUID, DecodeError, EncodeError, KafkaConstruct
+from epoch_broker.protocol.primitives import ZERO_UUID, DecodeError, EncodeError, KafkaConstruct, Parts, Reader, Writer
 from epoch_broker.protocol.versions import NONE, VersionRange
 
 __all__ = [
@@ -380,7 +380,7 @@ class StructType(KafkaConstruct):
         return _link(code, f"_struct_{self.uid}_{run[0].name}", struct.Struct(self._format(run)))
 
     def _format(self, run: list[Field]) -> str:
-        return ">" + "".join(self.constructs[f.name].format for f in run)  # type: ignore[attr-defined]
+        return ">" + "".join(self.constructs[f.name].format for f in run)
 
     def reader_name(self, code: Any) -> str:
         name = f"read_{self.cls.__name__}_{self.uid}"
@@ -448,7 +448,7 @@ class StructType(KafkaConstruct):
         return name
 
 
-def read_tags(obj: KafkaStruct, buf: memoryview, pos: int, known: dict[int, tuple[str, Callable]]) -> int:
+def read_tags(obj: KafkaStruct, buf: memoryview, pos: int, known: dict[int, tuple[str, Reader]]) -> int:
     """Read a tagged-field section into `obj`: known tags decoded, unknown ones kept raw."""
     count, pos = primitives.read_uvarint(buf, pos)
     if count > len(buf) - pos:
@@ -471,14 +471,14 @@ def read_tags(obj: KafkaStruct, buf: memoryview, pos: int, known: dict[int, tupl
     return pos
 
 
-def write_tags(out: list, obj: KafkaStruct, tagged: tuple) -> None:
+def write_tags(out: Parts, obj: KafkaStruct, tagged: tuple[tuple[int, str, Writer, Any], ...]) -> None:
     """Write a tagged-field section: the non-default known fields and any preserved unknown ones."""
     items: list[tuple[int, bytes]] = []
     for tag, name, writer, default in tagged:
         value = getattr(obj, name)
         if value == default:
             continue
-        sub: list = []
+        sub: Parts = []
         writer(sub, value)
         items.append((tag, b"".join(sub)))
     if obj._unknown_tags:
@@ -514,8 +514,8 @@ class Message:
         self.flexible = VersionRange.parse(flexible) if flexible else NONE
         self.fields = fields
         self._types: dict[str, type] | None = None
-        self._readers: dict[int, Callable] = {}
-        self._writers: dict[int, Callable] = {}
+        self._readers: dict[int, Reader] = {}
+        self._writers: dict[int, Writer] = {}
 
     @property
     def types(self) -> dict[str, type]:
@@ -536,14 +536,14 @@ class Message:
             return self.types[item]
         raise AttributeError(item)
 
-    def reader(self, version: int) -> Callable:
+    def reader(self, version: int) -> Reader:
         """The decoder of `version`, compiled on first use."""
         reader = self._readers.get(version)
         if reader is None:
             reader = self._readers[version] = primitives.compile_function(self._root(version), "reader", self.name)
         return reader
 
-    def writer(self, version: int) -> Callable:
+    def writer(self, version: int) -> Writer:
         """The encoder of `version`, compiled on first use."""
         writer = self._writers.get(version)
         if writer is None:
@@ -569,10 +569,10 @@ class Message:
     def decode(self, buf: bytes | bytearray | memoryview, version: int) -> Any:
         return self.decode_from(buf, version)[0]
 
-    def encode_parts(self, obj: Any, version: int, out: list | None = None) -> list:
+    def encode_parts(self, obj: Any, version: int, out: Parts | None = None) -> Parts:
         """Encode into a list of parts: bytes-like pieces and, untouched, any non-buffer `records` values."""
         writer = self.writer(version)
-        parts: list = [] if out is None else out
+        parts: Parts = [] if out is None else out
         try:
             writer(parts, obj)
         except EncodeError:

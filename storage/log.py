@@ -59,9 +59,9 @@ from epoch_broker.protocol.errors import (
     KafkaStorageError,
     OffsetOutOfRange,
 )
+from epoch_broker.protocol.record_scan import Buffer
 from epoch_broker.protocol.records import (
     BatchHeader,
-    Buffer,
     iter_batches,
     iter_records,
     parse_end_txn_marker,

@@ -59,12 +59,12 @@ from typing import NamedTuple
 
 from epoch_broker.protocol.errors import CorruptRecordError, KafkaError
 from epoch_broker.protocol.primitives import read_varint, read_varlong
+from epoch_broker.protocol.record_scan import Buffer
 from epoch_broker.protocol.records import (
     BATCH_HEADER_SIZE,
     MIN_BATCH_LENGTH,
     TIMESTAMP_LOG_APPEND_TIME,
     BatchHeader,
-    Buffer,
     batch_body,
     batch_keeping,
     empty_batch,

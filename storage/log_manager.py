@@ -35,8 +35,9 @@ from collections.abc import Callable, Iterator
 
 from epoch_broker.storage.checkpoint import CheckpointFile
 from epoch_broker.storage.fs import FileSystem
-from epoch_broker.storage.log import LONG_MAX, LogConfig, PartitionLog, wall_clock_ms
+from epoch_broker.storage.log import LogConfig, PartitionLog, wall_clock_ms
 from epoch_broker.storage.log_cleaner import CleanerStats, Cleaning, cleanable_range, plan
+from epoch_broker.storage.log_validator import LONG_MAX
 
 logger = logging.getLogger(__name__)  # `log` names a PartitionLog here
 

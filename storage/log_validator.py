@@ -28,11 +28,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from epoch_broker.protocol.errors import InvalidRecordError, InvalidTimestampError, KafkaError
-from epoch_broker.protocol.record_scan import scan_records
+from epoch_broker.protocol.record_scan import Buffer, scan_records
 from epoch_broker.protocol.records import (
     TIMESTAMP_LOG_APPEND_TIME,
     BatchHeader,
-    Buffer,
     Compression,
     Record,
     batch_body,
