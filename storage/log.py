@@ -89,7 +89,8 @@ def wall_clock_ms() -> int:
 
 @dataclass
 class LogConfig:
-    """Per-log settings, Kafka's topic configs with Kafka's defaults."""
+    """Per-log settings, Kafka's topic configs with Kafka's defaults. These defaults are declared here only: the
+    broker's config catalogue (broker/config/catalogue.py) takes its keys' defaults from them."""
 
     segment_bytes: int = 1 << 30  # segment.bytes
     segment_ms: int = 7 * 24 * 3600 * 1000  # segment.ms

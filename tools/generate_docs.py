@@ -18,12 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from epoch_broker.broker import faults, metrics
+from epoch_broker.broker.config import catalogue
 from epoch_broker.drill import scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "make docs"
 
 PAGES: dict[str, Callable[[], str]] = {
+    "docs/configuration.md": catalogue.render_reference,
     "docs/faults.md": faults.render_reference,
     "docs/metrics.md": metrics.render_reference,
     "docs/drills.md": scenarios.render_reference,

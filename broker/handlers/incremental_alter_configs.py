@@ -4,7 +4,7 @@ Behaviour: needs ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or
 (else CLUSTER_AUTHORIZATION_FAILED), checked per resource before anything else; a resource setting or clearing a
 fault hook (`fault.*`: it can stop replication, drop requests or end the process) needs ALTER on the cluster as
 well (CLUSTER_AUTHORIZATION_FAILED, and nothing of that resource is applied). Resource type 2 (topic): SET (0) and
-DELETE (1, back to the broker default) of the topic configs the broker honours (broker/config.py's TOPIC_CONFIGS),
+DELETE (1, back to the broker default) of the topic keys of the config catalogue (broker/config/catalogue.py),
 through the controller as one TopicConfigRecord; every broker applies it to its partitions (retention, segments,
 flushing, timestamps, min.insync.replicas) when it arrives, and the answer waits until the broker that answers has
 it. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; an unknown key or a bad value: INVALID_CONFIG, nothing changed.

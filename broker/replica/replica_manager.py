@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
+from epoch_broker.broker.config.catalogue import CATALOGUE
+from epoch_broker.broker.config.definition import LOG_DEFAULTS
 from epoch_broker.broker.controller.channel import ControllerChannel
 from epoch_broker.broker.controller.controller import NewTopic
 from epoch_broker.broker.faults import BrokerFaults
@@ -39,7 +41,7 @@ from epoch_broker.broker.replica.replica_fetcher import InterBrokerLink, Replica
 from epoch_broker.broker.security.listeners import client_security
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.records import EndTxnMarker, iter_batches, iter_records, parse_end_txn_marker
-from epoch_broker.storage.log import LONG_MAX, LogConfig
+from epoch_broker.storage.log import LogConfig
 from epoch_broker.storage.log_manager import LogManager
 from epoch_broker.storage.log_validator import ValidationRules
 
@@ -67,23 +69,19 @@ class InternalRecord(NamedTuple):
 
 
 def log_config_for(config: BrokerConfig, topic_configs: dict[str, Any]) -> LogConfig:
+    """storage's LogConfig for a topic, from its effective configs (config.topic_config): every key the catalogue
+    maps to a LogConfig field one to one (its `log_field`: segment.bytes, retention.ms, ...), then what no single
+    key gives as is: flush.ms unset is the log's default (never), cleanup.policy's list is a set, and four keys make
+    the validation rules of client batches."""
     cleanup_policy = frozenset(topic_configs["cleanup.policy"].split(","))
-    compacted = "compact" in cleanup_policy
+    flush_ms = topic_configs["flush.ms"]
     return LogConfig(
-        segment_bytes=topic_configs["segment.bytes"],
-        segment_ms=topic_configs["segment.ms"],
-        retention_bytes=topic_configs["retention.bytes"],
-        retention_ms=topic_configs["retention.ms"],
-        flush_interval_messages=topic_configs["flush.messages"],
-        flush_interval_ms=LONG_MAX if topic_configs["flush.ms"] is None else topic_configs["flush.ms"],
-        message_timestamp_type=topic_configs["message.timestamp.type"],
-        compression_type=topic_configs["compression.type"],
-        fsync_every_append=config.log_flush_every_append,
+        **{key.log_field: topic_configs[key.topic] if key.topic else getattr(config, key.attr)
+           for key in CATALOGUE if key.log_field},
+        flush_interval_ms=LOG_DEFAULTS.flush_interval_ms if flush_ms is None else flush_ms,
         cleanup_policy=cleanup_policy,
-        delete_retention_ms=topic_configs["delete.retention.ms"],
-        min_cleanable_dirty_ratio=topic_configs["min.cleanable.dirty.ratio"],
         validation=ValidationRules(
-            compacted=compacted,
+            compacted="compact" in cleanup_policy,
             timestamp_before_max_ms=topic_configs["message.timestamp.before.max.ms"],
             timestamp_after_max_ms=topic_configs["message.timestamp.after.max.ms"],
             check_timestamps=topic_configs["message.timestamp.type"] == "CreateTime"),

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from epoch_broker.broker.config import TOPIC_CONFIGS
+from epoch_broker.broker.config.catalogue import CATALOGUE
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.messages import describe_configs
 
 from tests.broker.conftest import create_topic
 
-DYNAMIC_TOPIC, STATIC_BROKER, DEFAULT = 1, 4, 5
+DYNAMIC_TOPIC, DYNAMIC_BROKER, STATIC_BROKER, DEFAULT = 1, 2, 4, 5
 BOOLEAN, INT, LONG, LIST = 1, 3, 5, 7
 
 
@@ -46,3 +48,20 @@ async def test_a_broker_key_set_away_from_its_default_is_static_with_the_default
     assert [(s.value, s.source) for s in partitions.synonyms] == [("1", STATIC_BROKER), ("50", DEFAULT)]
     retention = configs["log.retention.ms"] if "log.retention.ms" in configs else configs["log.retention.hours"]
     assert retention.config_source == DEFAULT and retention.read_only
+
+
+async def test_every_catalogued_key_is_described_with_its_type_and_secrets_are_null(client: KafkaClient) -> None:
+    """The broker resource answers each key of the catalogue under its own name, the topic resource each topic key,
+    both with the key's type; a PASSWORD key's value (and its synonyms') is null."""
+    await create_topic(client, "t")
+    broker, topic = await describe(client, 4, "", synonyms=True), await describe(client, 2, "t", synonyms=True)
+    keys = {name: entry for name, entry in broker.items() if entry.config_source != DYNAMIC_BROKER}  # no hooks
+    assert {name: entry.config_type for name, entry in keys.items()} == {
+        key.name: key.type for key in CATALOGUE}
+    assert {name: entry.config_type for name, entry in topic.items()} == {
+        name: key.type for name, key in TOPIC_CONFIGS.items()}
+    for key in CATALOGUE:
+        entry = broker[key.name]
+        assert entry.is_sensitive == key.sensitive
+        if key.sensitive:
+            assert entry.value is None and all(synonym.value is None for synonym in entry.synonyms)

@@ -1,0 +1,211 @@
+"""The value parsers of the config catalogue: text as a properties file or a config request holds it, to a value.
+
+Rules:
+- A parser takes the text and returns the value, or raises ValueError; its `expected` (set by `expects`) is the
+  one phrase an error message and the reference page show for what it takes ("an integer >= 14").
+- Parsers check the value alone; a rule between keys (a listener's protocol, the session timeout bounds) is
+  checked once the whole config is read (config/__init__.py `build_config`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from epoch_broker.broker.principal import parse_super_users
+
+Parser = Callable[[str], Any]
+_P = TypeVar("_P", bound=Parser)
+
+MIN_SECRET_LENGTH = 16
+COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")  # Kafka's compression.type
+# The standard ACL authorizer under both of Kafka's names (ZooKeeper-era and KRaft): broker/security/acl.py.
+AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")
+# group.consumer.assignors: this broker's assignors, by name or by Kafka's class name
+_ASSIGNOR_CLASSES = {"org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+                     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    listener: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.listener}://{self.host}:{self.port}"
+
+
+def expects(text: str) -> Callable[[_P], _P]:
+    """Name what a parser takes, for error messages and the reference page."""
+    def mark(parse: _P) -> _P:
+        parse.expected = text  # type: ignore[attr-defined]
+        return parse
+
+    return mark
+
+
+def expected(parse: Parser) -> str:
+    return getattr(parse, "expected", "a valid value")
+
+
+def integer(minimum: int) -> Parser:
+    @expects(f"an integer >= {minimum}")
+    def parse(text: str) -> int:
+        value = int(text.strip())
+        if value < minimum:
+            raise ValueError
+        return value
+
+    return parse
+
+
+def number(minimum: float, maximum: float = float("inf")) -> Parser:
+    @expects(f"a number from {minimum} to {maximum}")
+    def parse(text: str) -> float:
+        value = float(text.strip())
+        if not minimum <= value <= maximum:  # NaN too
+            raise ValueError
+        return value
+
+    return parse
+
+
+def scaled(parse: Parser, factor: int) -> Parser:
+    """`parse`'s integer times `factor` (log.roll.hours in milliseconds)."""
+    @expects(expected(parse))
+    def parse_scaled(text: str) -> int:
+        return int(parse(text)) * factor
+
+    return parse_scaled
+
+
+def choice(*allowed: str) -> Parser:
+    @expects("one of " + ", ".join(allowed))
+    def parse(text: str) -> str:
+        if text.strip() not in allowed:
+            raise ValueError
+        return text.strip()
+
+    return parse
+
+
+@expects("true or false")
+def boolean(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError
+    return lowered == "true"
+
+
+@expects("a string")
+def text(value: str) -> str:
+    return value.strip()
+
+
+@expects("delete, compact or compact,delete")
+def cleanup_policy(text: str) -> str:
+    """Kafka's cleanup.policy list: delete, compact, or both (`compact,delete`), as given."""
+    policies = [part.strip() for part in text.split(",") if part.strip()]
+    if not policies or not set(policies) <= {"delete", "compact"}:
+        raise ValueError
+    return ",".join(policies)
+
+
+@expects("a list of uniform, range (or Kafka's assignor class names)")
+def assignors(text: str) -> tuple[str, ...]:
+    names = tuple(_ASSIGNOR_CLASSES.get(n.strip(), n.strip()) for n in text.split(",") if n.strip())
+    if not names or any(n not in ("uniform", "range") for n in names) or len(set(names)) != len(names):
+        raise ValueError
+    return names
+
+
+@expects("a list like PLAINTEXT://host:port")
+def listeners(text: str) -> tuple[Endpoint, ...]:
+    endpoints = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, address = item.partition("://")
+        host, colon, port = address.rpartition(":")
+        if not sep or not colon or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError
+        endpoints.append(Endpoint(name.upper(), host or "0.0.0.0", int(port)))
+    if not endpoints:
+        raise ValueError
+    return tuple(endpoints)
+
+
+@expects("a list like INTERNAL:PLAINTEXT,EXTERNAL:SSL")
+def protocol_map(text: str) -> tuple[str, ...]:
+    """`NAME:PROTOCOL` pairs, upper-cased (kept as text: DescribeConfigs shows them as given)."""
+    pairs = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, colon, protocol = item.partition(":")
+        if not colon or not name.strip() or not protocol.strip():
+            raise ValueError
+        pairs.append(f"{name.strip().upper()}:{protocol.strip().upper()}")
+    return tuple(pairs)
+
+
+@expects("a listener name")
+def name(text: str) -> str:
+    if not text.strip():
+        raise ValueError
+    return text.strip().upper()
+
+
+@expects("a comma-separated list of names")
+def names(text: str) -> tuple[str, ...]:
+    return tuple(part.strip().upper() for part in text.split(",") if part.strip())
+
+
+@expects(f"at least {MIN_SECRET_LENGTH} characters, or empty")
+def secret(text: str) -> str:
+    if text.strip() and len(text.strip()) < MIN_SECRET_LENGTH:
+        raise ValueError
+    return text.strip()
+
+
+@expects("principals like User:admin;User:broker")
+def super_users(text: str) -> str:
+    parse_super_users(text)  # the one parser of principals
+    return text.strip()
+
+
+@expects("a comma-separated list of directories")
+def dirs(text: str) -> tuple[str, ...]:
+    found = tuple(os.path.abspath(d.strip()) for d in text.split(",") if d.strip())
+    if not found:
+        raise ValueError
+    return found
+
+
+@expects("broker, controller or broker,controller")
+def roles(text: str) -> frozenset[str]:
+    found = frozenset(r.strip() for r in text.split(",") if r.strip())
+    if not found or not found <= {"broker", "controller"}:
+        raise ValueError
+    return found
+
+
+@expects("id@host:port[,id@host:port...]")
+def voters(text: str) -> str:
+    """`id@host:port,...` -> `host:port,...` (the ids are not needed: the active controller says who it is)."""
+    found = [voter.strip() for voter in text.split(",") if voter.strip()]
+    if not all(voter.partition("@")[0].isdigit() and voter.partition("@")[2] for voter in found):
+        raise ValueError
+    return ",".join(voter.partition("@")[2] for voter in found)
+
+
+@expects("http://host:port, or empty")
+def http_listener(text: str) -> str:
+    """`http://host:port` (port 0: a free one), or empty for none."""
+    text = text.strip()
+    if text:
+        scheme, sep, address = text.partition("://")
+        host, colon, port = address.rstrip("/").rpartition(":")
+        if scheme.lower() != "http" or not sep or not host or not colon or not port.isdigit() or int(port) > 65535:
+            raise ValueError
+        text = f"http://{host}:{int(port)}"
+    return text
