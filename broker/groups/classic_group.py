@@ -34,11 +34,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from epoch_broker.broker.groups import records
 from epoch_broker.broker.groups.records import subscribed_topics
 from epoch_broker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from epoch_broker.broker.groups.classic_protocol import JoinResult, SyncResult
 
 
 class ClassicGroupState(StrEnum):
@@ -61,8 +64,8 @@ class ClassicGroupMember:
     protocols: list[tuple[str, bytes]]  # (name, metadata) in the member's order of preference
     assignment: bytes = b""
     # Set while the member's JoinGroup / SyncGroup request is parked until the phase completes.
-    join_waiter: asyncio.Future[Any] | None = None
-    sync_waiter: asyncio.Future[Any] | None = None
+    join_waiter: asyncio.Future[JoinResult] | None = None
+    sync_waiter: asyncio.Future[SyncResult] | None = None
     session_timer: asyncio.TimerHandle | None = None
 
     def metadata(self, protocol: str | None) -> bytes:

@@ -29,7 +29,7 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from epoch_broker.broker.groups.classic_group import ClassicGroup, ClassicGroupMember, ClassicGroupState
 from epoch_broker.broker.groups.runtime import ShardRuntime
@@ -130,7 +130,7 @@ class ClassicGroupProtocol:
         return await outcome if isinstance(outcome, asyncio.Future) else outcome
 
     def _join_new(self, group: ClassicGroup, joining: ClassicGroupMember, require_known_member_id: bool,
-                  skip_assignment_supported: bool) -> JoinResult | asyncio.Future:
+                  skip_assignment_supported: bool) -> JoinResult | asyncio.Future[JoinResult]:
         joining.member_id = f"{joining.group_instance_id or joining.client_id}-{uuid.uuid4()}"
         if joining.group_instance_id is not None:
             # Static members skip the MEMBER_ID_REQUIRED round trip (KIP-345).
@@ -147,7 +147,7 @@ class ClassicGroupProtocol:
         return self._add_and_rebalance(group, joining)
 
     def _join_known(self, group: ClassicGroup, member_id: str,
-                    joining: ClassicGroupMember) -> JoinResult | asyncio.Future:
+                    joining: ClassicGroupMember) -> JoinResult | asyncio.Future[JoinResult]:
         joining.member_id = member_id
         pending = group.pending_members.pop(member_id, None)
         if pending is not None:
@@ -172,7 +172,7 @@ class ClassicGroupProtocol:
         return self._join_and_rebalance(group, member)
 
     def _replace_static(self, group: ClassicGroup, old: ClassicGroupMember, joining: ClassicGroupMember,
-                        skip_assignment_supported: bool) -> JoinResult | asyncio.Future:
+                        skip_assignment_supported: bool) -> JoinResult | asyncio.Future[JoinResult]:
         """A static member came back under a new member id: the old id is fenced, the place is kept."""
         old_id = old.member_id
         self.cancel_session(old)
@@ -193,11 +193,11 @@ class ClassicGroupProtocol:
             return replace(self._join_result(group, member), skip_assignment=leader)
         return self._join_and_rebalance(group, member)
 
-    def _add_and_rebalance(self, group: ClassicGroup, member: ClassicGroupMember) -> asyncio.Future:
+    def _add_and_rebalance(self, group: ClassicGroup, member: ClassicGroupMember) -> asyncio.Future[JoinResult]:
         group.add(member)
         return self._join_and_rebalance(group, member)
 
-    def _join_and_rebalance(self, group: ClassicGroup, member: ClassicGroupMember) -> asyncio.Future:
+    def _join_and_rebalance(self, group: ClassicGroup, member: ClassicGroupMember) -> asyncio.Future[JoinResult]:
         """Park the member's JoinGroup, then complete the rebalance under way or start one."""
         waiter = self._park_join(group, member)
         if group.state is ClassicGroupState.PREPARING_REBALANCE:
@@ -206,7 +206,7 @@ class ClassicGroupProtocol:
             self._prepare_rebalance(group)
         return waiter
 
-    def _park_join(self, group: ClassicGroup, member: ClassicGroupMember) -> asyncio.Future:
+    def _park_join(self, group: ClassicGroup, member: ClassicGroupMember) -> asyncio.Future[JoinResult]:
         # A member that sends JoinGroup again while parked: its previous request is answered, the new one waits.
         _resolve(member.join_waiter, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
         member.join_waiter = asyncio.get_running_loop().create_future()
@@ -322,7 +322,8 @@ class ClassicGroupProtocol:
             return self._sync_result(group, member)
         # CompletingRebalance: wait for the leader's assignment.
         _resolve(member.sync_waiter, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-        waiter = member.sync_waiter = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+        member.sync_waiter = waiter
         self.cancel_session(member)
         if member_id == group.leader_id:
             for m in group.members.values():
@@ -456,6 +457,9 @@ class ClassicGroupProtocol:
             self._maybe_complete_join(group)
 
 
-def _resolve(waiter: asyncio.Future | None, result: object) -> None:
+_T = TypeVar("_T")
+
+
+def _resolve(waiter: asyncio.Future[_T] | None, result: _T) -> None:
     if waiter is not None and not waiter.done():
         waiter.set_result(result)

@@ -149,8 +149,8 @@ class GroupCoordinator:
         self.shards: dict[int, GroupCoordinatorShard] = {}  # the partitions led and loaded here
         self.groups: Mapping[str, Group] = _Groups(self)
         self._retention_timer: asyncio.TimerHandle | None = None
-        self._tasks: set[asyncio.Task] = set()
-        self._loading: dict[int, asyncio.Task] = {}  # partitions being replayed (COORDINATOR_LOAD_IN_PROGRESS)
+        self._tasks: set[asyncio.Future[Any]] = set()  # appends and spawned writes
+        self._loading: dict[int, asyncio.Task[None]] = {}  # partitions being replayed (COORDINATOR_LOAD_IN_PROGRESS)
         self._load_batch: _LoadBatch | None = None  # the loads running together: one INFO line when all are done
 
     @property
@@ -160,7 +160,8 @@ class GroupCoordinator:
 
     def now_ms(self) -> int:
         """The broker's wall clock (fault.clock.offset.ms moves it): commit and group-state times, expiry."""
-        return self.broker.faults.wall_clock_ms()
+        now: int = self.broker.faults.wall_clock_ms()
+        return now
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -347,7 +348,7 @@ class GroupCoordinator:
         self._tasks.add(task)
         task.add_done_callback(self._write_done)
 
-    def _write_done(self, task: asyncio.Task) -> None:
+    def _write_done(self, task: asyncio.Future[Any]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.warning("__consumer_offsets write failed: %s", task.exception())

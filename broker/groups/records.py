@@ -355,6 +355,7 @@ def decode_group_value(buf: bytes) -> Any:
 def subscribed_topics(subscription: bytes) -> list[str] | None:
     """The topics of a consumer-protocol subscription, or None when it cannot be read."""
     try:
-        return CONSUMER_SUBSCRIPTION.decode_from(subscription, 0, _VERSION.size)[0].topics
+        topics: list[str] = CONSUMER_SUBSCRIPTION.decode_from(subscription, 0, _VERSION.size)[0].topics
+        return topics
     except (DecodeError, struct.error):
         return None

@@ -44,7 +44,8 @@ class ShardRuntime:
 
     def topics(self) -> Mapping[str, Any]:
         """The metadata's topics by name (TopicState: topic_id, partitions)."""
-        return self._coordinator.broker.metadata.topics_by_name
+        topics: Mapping[str, Any] = self._coordinator.broker.metadata.topics_by_name
+        return topics
 
     @property
     def consumer_group_config(self) -> ConsumerGroupConfig:

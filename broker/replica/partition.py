@@ -160,7 +160,7 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         self.pending_isr: tuple[int, ...] | None = None  # the ISR asked for by the AlterPartition in flight
         self._held_high_watermark: int | None = None
-        self._waiters: set[asyncio.Future] = set()
+        self._waiters: set[asyncio.Future[None]] = set()
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, leader={self.leader_id}, epoch={self.leader_epoch})"
@@ -175,7 +175,8 @@ class Partition:
 
     @property
     def under_min_isr(self) -> bool:
-        return len(self.isr) < self.configs["min.insync.replicas"]
+        min_insync_replicas: int = self.configs["min.insync.replicas"]
+        return len(self.isr) < min_insync_replicas
 
     def follower_lags(self) -> dict[int, int]:
         """As leader: how many offsets each follower lacks (all of the log until it fetches in this epoch)."""
@@ -572,10 +573,10 @@ class Partition:
 
     # -- waiting for data or for the high watermark ---------------------------------------------------
 
-    def add_waiter(self, future: asyncio.Future) -> None:
+    def add_waiter(self, future: asyncio.Future[None]) -> None:
         self._waiters.add(future)
 
-    def remove_waiter(self, future: asyncio.Future) -> None:
+    def remove_waiter(self, future: asyncio.Future[None]) -> None:
         self._waiters.discard(future)
 
     def wake_waiters(self) -> None:

@@ -322,7 +322,7 @@ class ReplicaFetchers:
         self.broker_epoch = broker_epoch
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._sources: dict[PartitionKey, int] = {}
-        self._stopping: set[asyncio.Task] = set()
+        self._stopping: set[asyncio.Task[None]] = set()
 
     def follow(self, partition: Partition) -> None:
         """Fetch `partition` from its current leader, truncating first (a new leader or leader epoch)."""

@@ -147,8 +147,8 @@ class ReplicaManager:
         self.stopping = False  # set at shutdown: long polls answer at once
         self.may_open_log: Callable[[], bool] = lambda: True  # the broker's file budget, once it is known
         self.fetchers = ReplicaFetchers(self.node_id, metadata, faults, broker_epoch, _inter_broker_link(config))
-        self._isr_check: asyncio.Task | None = None  # started when a replicated partition is first led here
-        self._alter_tasks: set[asyncio.Task] = set()
+        self._isr_check: asyncio.Task[None] | None = None  # started when a replicated partition is first led here
+        self._alter_tasks: set[asyncio.Task[None]] = set()
         self._metadata_applied = asyncio.Event()  # set (and replaced) whenever metadata records are applied
 
     # -- following the metadata ---------------------------------------------------------------------
