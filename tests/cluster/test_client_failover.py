@@ -33,7 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.support import Cluster, create_topic, list_offset, partition_state, wait_for
+from tests.cluster.support import Cluster, create_topic, list_offset, partition_state
+from tests.helpers import not_yet, wait_for, wait_for_sync
 from tests.interop.support import JS_DIR, kcat_bin, node_bin
 
 pytestmark = pytest.mark.slow
@@ -257,14 +258,17 @@ def _kafka_python_consume(bootstrap: str, ends: dict[int, int]) -> Consumed:
 
 def _poll_until(ends: dict[int, int], out: Consumed, poll: Callable[[], list[tuple[int, int, bytes]]],
                 timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not _reached(ends, out) and time.monotonic() < deadline:
+    def read() -> object:
         out.extend((p, offset, int(value)) for p, offset, value in poll())
+        return _reached(ends, out)
+
+    wait_for_sync(read, timeout_s, interval=0, what=f"every partition read up to {ends}")
 
 
-def _reached(ends: dict[int, int], out: Consumed) -> bool:
+def _reached(ends: dict[int, int], out: Consumed) -> object:
+    """True once every partition was read up to its end; else how far each got."""
     nexts = {p: offset + 1 for p, offset, _ in out}
-    return all(nexts.get(p, 0) >= end for p, end in ends.items())
+    return all(nexts.get(p, 0) >= end for p, end in ends.items()) or not_yet(f"read up to {nexts}")
 
 
 async def _aiokafka_consume(bootstrap: str, ends: dict[int, int]) -> Consumed:
@@ -276,10 +280,13 @@ async def _aiokafka_consume(bootstrap: str, ends: dict[int, int]) -> Consumed:
     try:
         consumer.assign([TopicPartition(TOPIC, p) for p in ends])
         await consumer.seek_to_beginning()
-        deadline = time.monotonic() + 20
-        while not _reached(ends, out) and time.monotonic() < deadline:
+
+        async def read() -> object:
             batches = await consumer.getmany(timeout_ms=200)
             out.extend((r.partition, r.offset, int(r.value)) for records in batches.values() for r in records)
+            return _reached(ends, out)
+
+        await wait_for(read, 20, interval=0, what=f"every partition read up to {ends}")
     finally:
         await consumer.stop()
     return out
