@@ -4,18 +4,26 @@ back was 29, 10 or 33 of 50, and went backwards). Kafka handles one request per 
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from tests.cluster.support import Cluster, create_topic
+from tests.helpers import not_yet, wait_for_sync
 
 pytestmark = pytest.mark.slow
 
 TOPIC = "commits"
 COMMITS = 200
 ROUNDS = 20
+
+
+def wait_answered(consumer: Consumer, answered: list[KafkaError | None], count: int) -> None:
+    """Until `count` commits are answered (their callbacks run in poll)."""
+    def all_answered() -> object:
+        consumer.poll(0.05)
+        return len(answered) >= count or not_yet(f"{len(answered)} commits answered")
+
+    wait_for_sync(all_answered, 60, interval=0, what=f"{count} commits answered")
 
 
 @pytest.mark.cluster(brokers=3)
@@ -36,10 +44,7 @@ async def test_pipelined_asynchronous_commits_leave_the_last_one_committed(clust
             base = round_number * COMMITS
             for offset in range(base + 1, base + COMMITS + 1):  # no waiting between them: they pipeline
                 consumer.commit(offsets=[TopicPartition(TOPIC, 0, offset)], asynchronous=True)
-            deadline = time.monotonic() + 60
-            while len(answered) < (round_number + 1) * COMMITS:  # every commit answered (callbacks run in poll)
-                assert time.monotonic() < deadline, f"{len(answered)} commits answered"
-                consumer.poll(0.05)
+            wait_answered(consumer, answered, (round_number + 1) * COMMITS)
             [committed] = consumer.committed([TopicPartition(TOPIC, 0)], timeout=30)
             committed_after_round.append(committed.offset)
         assert [error for error in answered if error is not None] == []
