@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+from epoch_broker import testing
 from epoch_broker.broker.config import BROKER_USER
 from epoch_broker.client.aio import KafkaClient, Security
 from epoch_broker.drill import admin, launcher
@@ -34,10 +36,8 @@ from epoch_broker.drill.replicas import whole_prefix
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import create_topics, fetch, list_offsets, offset_for_leader_epoch
 from epoch_broker.protocol.records import iter_batches, iter_records
-
-from epoch_broker import testing
 from tests.broker.conftest import batch, produce_to
-from tests.helpers import REPO, wait_for
+from tests.helpers import REPO, not_yet, wait_for, wait_for_sync
 
 # A test parametrized by `metadata_store` runs with each controller store (tests/cluster/conftest.py).
 METADATA_STORES = ["file", "zookeeper"]
@@ -345,15 +345,19 @@ def consume_numbered(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[i
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
         records: dict[int, list[tuple[int, int]]] = {p: [] for p in ends}
         positions = dict.fromkeys(ends, 0)
-        deadline = time.monotonic() + 30
-        while any(positions[p] < ends[p] for p in ends):
-            assert time.monotonic() < deadline, f"consumed up to {positions}, high watermarks {ends}"
+
+        def read() -> object:
+            if all(positions[p] >= ends[p] for p in ends):
+                return True
             for message in consumer.consume(num_messages=1000, timeout=1.0):
                 assert message.error() is None, message.error()
                 partition, number = (int(part) for part in message.value().decode().split(":"))
                 assert partition == message.partition()
                 records[partition].append((number, message.offset()))
                 positions[partition] = message.offset() + 1
+            return not_yet(f"consumed up to {positions}")
+
+        wait_for_sync(read, 30, interval=0, what=f"every partition consumed up to its high watermark {ends}")
         return records
     finally:
         consumer.close()
