@@ -6,18 +6,18 @@ transaction and the producer commits it there; the markers reach every partition
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+
 from epoch_broker.drill import admin
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import add_partitions_to_txn, end_txn, init_producer_id, produce
 from epoch_broker.protocol.records import build_batch
-
 from tests.cluster.support import Cluster, clear_fault, create_topic
+from tests.helpers import not_yet, wait_for
 from tests.transactions.conftest import read_all, values
 
 pytestmark = pytest.mark.slow
@@ -128,13 +128,13 @@ async def test_a_prepared_commit_is_completed_by_the_next_coordinator_when_the_f
     blocked_partition = next(p for p in range(PARTITIONS) if leaders[p] != coordinator)
     blocked = leaders[blocked_partition]
     async with cluster.client(coordinator) as client:
-        deadline = time.monotonic() + 30
-        while True:  # the coordinator may still be loading the id's partition, as a client would retry
+
+        async def initialised() -> object:  # the coordinator may still be loading the id's partition: retry
             init = await client.request(init_producer_id.API, 1, init_producer_id.REQUEST.cls(
                 transactional_id=txn_id, transaction_timeout_ms=60000))
-            if init.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.05)
+            return init if init.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else not_yet(init)
+
+        init = await wait_for(initialised, 30, what=f"InitProducerId for {txn_id} answered, the coordinator loaded")
         assert init.error_code == ErrorCode.NONE, init
         added = await client.request(add_partitions_to_txn.API, 3, add_partitions_to_txn.REQUEST.cls(
             v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=init.producer_id,
