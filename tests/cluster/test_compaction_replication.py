@@ -5,12 +5,11 @@ compacted log: elected in turn, each replica serves the latest value of every ke
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from tests.cluster.support import Cluster
+from tests.helpers import not_yet, wait_for_sync
 
 pytestmark = pytest.mark.slow
 
@@ -39,11 +38,15 @@ def read_all(bootstrap: str) -> list[tuple[int, bytes, bytes]]:
         _, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10)
         consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
         records: list[tuple[int, bytes, bytes]] = []
-        deadline = time.monotonic() + 60
-        while (not records or records[-1][0] < high - 1) and time.monotonic() < deadline:
+
+        def read() -> object:
             message = consumer.poll(0.5)
             if message is not None and message.error() is None:
                 records.append((message.offset(), message.key(), message.value()))
+            return (records and records[-1][0] >= high - 1) or not_yet(
+                f"{len(records)} records read, up to offset {records[-1][0] if records else None}")
+
+        wait_for_sync(read, 60, interval=0, what=f"every record up to the high watermark {high}")
         return records
     finally:
         consumer.close()
@@ -68,10 +71,12 @@ def test_a_follower_away_during_compaction_and_a_leader_change_truncates_by_epoc
     new_leader = cluster.leader(TOPIC, other_than=first_leader)
     latest |= produce(cluster.bootstrap, 2, 3000)
     # the new leader compacts: a read from 0 finds fewer records than were written
-    deadline = time.monotonic() + 60
-    while len(records := read_all(cluster.bootstrap)) >= 6000 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert len(records) < 6000 and compacted_view(records) == latest
+    def compacted() -> object:
+        records = read_all(cluster.bootstrap)
+        return records if len(records) < 6000 else not_yet(f"{len(records)} records read")
+
+    records = wait_for_sync(compacted, 60, interval=0.2, what="a read from 0 finding fewer than the 6000 written")
+    assert compacted_view(records) == latest
     cluster.restart(away)
     cluster.restart(first_leader)
     cluster.wait_for_isr(TOPIC, 0, 3)
