@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -49,6 +48,7 @@ from tests.cluster.truncation_scenario import (
     elect_b_uncleanly,
     write_with_an_unreplicated_tail,
 )
+from tests.helpers import not_yet, wait_for_sync
 
 pytestmark = pytest.mark.slow
 
@@ -102,19 +102,20 @@ def ck_consumer(bootstrap: str, reset: str, logger: logging.Logger) -> Consumer:
 
 def ck_poll(consumer: Consumer, done: Callable[[list[Event]], bool]) -> list[Event]:
     events: list[Event] = []
-    deadline = time.monotonic() + READ_TIMEOUT_S
-    while not done(events):
-        assert time.monotonic() < deadline, f"no end in sight: {events}"
+
+    def read() -> object:
         message = consumer.poll(0.2)
-        if message is None:
-            continue
-        error = message.error()
-        if error is None:
-            events.append(("record", message.offset(), message.value(), message.leader_epoch()))
-        elif error.code() == KafkaError._PARTITION_EOF:
-            events.append(("eof", message.offset()))
-        else:
-            events.append(("error", error.code(), error.str()))
+        if message is not None:
+            error = message.error()
+            if error is None:
+                events.append(("record", message.offset(), message.value(), message.leader_epoch()))
+            elif error.code() == KafkaError._PARTITION_EOF:
+                events.append(("eof", message.offset()))
+            else:
+                events.append(("error", error.code(), error.str()))
+        return done(events) or not_yet(events)
+
+    wait_for_sync(read, READ_TIMEOUT_S, interval=0, what="the events awaited")
     return events
 
 
@@ -197,25 +198,30 @@ def kp_read(consumer: KafkaConsumer, count: int) -> tuple[list[tuple[int, bytes,
     """Poll until `count` records or a raised error; stops right after the poll that completes them."""
     got: list[tuple[int, bytes, int]] = []
     raised: list[Exception] = []
-    deadline = time.monotonic() + READ_TIMEOUT_S
-    while len(got) < count and not raised:
-        assert time.monotonic() < deadline, f"read {got}"
+
+    def read() -> object:
         try:
             polled = consumer.poll(timeout_ms=200)
         except Exception as error:  # what poll raises is what is asserted
             raised.append(error)
-            continue
+            return True
         for batch in polled.values():
             got.extend((record.offset, record.value, record.leader_epoch) for record in batch)
+        return len(got) >= count or not_yet(f"read {got}")
+
+    wait_for_sync(read, READ_TIMEOUT_S, interval=0, what=f"{count} records or an error")
     return got, raised
 
 
 def kp_idle_until_the_epoch_is_lost(consumer: KafkaConsumer) -> None:
     """Poll on at the log end until an answer without records has set the position's epoch to -1."""
-    deadline = time.monotonic() + READ_TIMEOUT_S
-    while kp_position(consumer).leader_epoch != -1:
-        assert time.monotonic() < deadline, kp_position(consumer)
+    def lost() -> object:
+        if (position := kp_position(consumer)).leader_epoch == -1:
+            return True
         assert consumer.poll(timeout_ms=200) == {}
+        return not_yet(position)
+
+    wait_for_sync(lost, READ_TIMEOUT_S, interval=0, what="the position's epoch -1")
 
 
 @pytest.mark.cluster(brokers=2)

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from dataclasses import dataclass
 
 from epoch_broker.broker.faults import REPLICATION_PAUSED
 from epoch_broker.protocol.errors import ErrorCode
-
 from tests.cluster.support import (
     Cluster,
     DiskBatch,
@@ -30,6 +28,7 @@ from tests.cluster.support import (
     produce_offset,
     wait_state,
 )
+from tests.helpers import not_yet, wait_for
 
 A, B = 0, 1
 TOPIC = "truncated"
@@ -86,7 +85,9 @@ async def elect_b_uncleanly(cluster: Cluster, old_epoch: int) -> Epochs:
 
 
 async def wait_for_disk(cluster: Cluster, node: int, expected: list[DiskBatch], what: str) -> None:
-    deadline = time.monotonic() + 10
-    while (found := disk_batches(cluster, node, TOPIC)) != expected:
-        assert time.monotonic() < deadline, f"{what}: {found}"
-        await asyncio.sleep(0.05)
+    """Until `node`'s log of the topic holds exactly the batches `expected` (on disk)."""
+    def found() -> object:
+        batches = disk_batches(cluster, node, TOPIC)
+        return batches == expected or not_yet(batches)
+
+    await wait_for(found, 10, what=what)
