@@ -9,11 +9,11 @@ epochs, Fetch) and what a real client reads (confluent-kafka).
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
+
 from epoch_broker.broker.app import MAINTENANCE_INTERVAL_S
 from epoch_broker.broker.faults import HIGH_WATERMARK_HELD, POWER_LOSS
 from epoch_broker.drill import launcher
@@ -22,7 +22,6 @@ from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import fetch, metadata
 from epoch_broker.storage.leader_epoch import FILE_NAME as EPOCH_CHECKPOINT
 from epoch_broker.storage.log_manager import HIGH_WATERMARK_FILE
-
 from tests.cluster.support import (
     METADATA_STORES,
     Cluster,
@@ -34,9 +33,9 @@ from tests.cluster.support import (
     partition_state,
     produce_offset,
     segment_bytes,
-    wait_for,
     wait_state,
 )
+from tests.helpers import not_yet, wait_for, wait_for_sync
 
 pytestmark = pytest.mark.slow
 
@@ -68,14 +67,16 @@ def consume_all(address: str, topic: str, count: int, timeout_s: float = 15.0) -
     consumer = Consumer({"bootstrap.servers": address, "group.id": f"{topic}-reader", "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, 0, 0)])
     messages: list[Message] = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while len(messages) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
+
+    def read() -> object:
+        message = consumer.poll(0.5)
+        if message is not None:
             assert message.error() is None, message.error()
             messages.append(message)
+        return len(messages) >= count or not_yet(f"{len(messages)} read")
+
+    try:
+        wait_for_sync(read, timeout_s, interval=0, what=f"{count} records of {topic}")
     finally:
         consumer.close()
     return messages
