@@ -6,15 +6,15 @@ loads the group and its committed offsets (with their leader epochs, KIP-320) an
 from __future__ import annotations
 
 import signal
-import time
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
+
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import find_coordinator, offset_fetch
-
-from tests.cluster.support import Cluster, create_topic, wait_for
+from tests.cluster.support import Cluster, create_topic
+from tests.helpers import not_yet, wait_for, wait_for_sync
 
 pytestmark = pytest.mark.slow
 
@@ -33,14 +33,14 @@ def produce_numbered(bootstrap: str, start: int, count: int) -> None:
 
 def consume(consumer: Any, seen: list[int], until: int, timeout_s: float = 30.0) -> None:
     """Poll until `until` records were seen, committing each synchronously (at-least-once)."""
-    deadline = time.monotonic() + timeout_s
-    while len(seen) < until and time.monotonic() < deadline:
+    def read() -> object:
         message = consumer.poll(0.2)
-        if message is None or message.error():
-            continue
-        seen.append(int(message.value()))
-        consumer.commit(message=message, asynchronous=False)
-    assert len(seen) >= until, f"consumed {len(seen)} of {until}"
+        if message is not None and not message.error():
+            seen.append(int(message.value()))
+            consumer.commit(message=message, asynchronous=False)
+        return len(seen) >= until or not_yet(f"consumed {len(seen)}")
+
+    wait_for_sync(read, timeout_s, interval=0, what=f"{until} records consumed")
 
 
 async def coordinator_of(cluster: Cluster, node: int) -> int:
