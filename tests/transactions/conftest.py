@@ -3,7 +3,6 @@ distinct topics and transactional ids per test."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from epoch_broker import testing
+from tests.helpers import not_yet, wait_for_sync
 
 ABORT_CHECK_MS = "100"  # transaction.abort.timed.out.transaction.cleanup.interval.ms: hung ones go quickly
 
@@ -38,19 +38,22 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str, expect
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got: list[tuple[int, int, str]] = []
     at_end: set[int] = set()
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline and not (len(got) >= expected and len(at_end) == partitions):
-            message = consumer.poll(0.2)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == message.error()._PARTITION_EOF:
-                    at_end.add(message.partition())
-                    continue
+
+    def read() -> object:
+        message = consumer.poll(0.2)
+        if message is not None and message.error():
+            if message.error().code() != message.error()._PARTITION_EOF:
                 raise AssertionError(f"consumer error: {message.error()}")
+            at_end.add(message.partition())
+        elif message is not None:
             at_end.discard(message.partition())
             got.append((message.partition(), message.offset(), message.value().decode()))
+        return (len(got) >= expected and len(at_end) == partitions) or not_yet(
+            f"{len(got)} read, at the end of partitions {sorted(at_end)}")
+
+    try:
+        wait_for_sync(read, timeout_s, interval=0,
+                      what=f"{expected} records of {topic} ({isolation}) and the end of its {partitions} partitions")
     finally:
         consumer.close()
     return sorted(got)

@@ -5,7 +5,6 @@ never."""
 from __future__ import annotations
 
 import base64
-import time
 from collections.abc import Callable
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -13,6 +12,7 @@ from aiokafka import TopicPartition as AIOTopicPartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from epoch_broker import testing
+from tests.helpers import not_yet, wait_for, wait_for_sync
 from tests.interop.support import run_flow
 from tests.transactions.conftest import read_all, values
 
@@ -21,14 +21,23 @@ def kafka_python_read(bootstrap: str, topic: str, isolation: str, expected: int)
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation, enable_auto_commit=False,
                              auto_offset_reset="earliest", consumer_timeout_ms=2000)
     consumer.assign([TopicPartition(topic, 0)])
+    partition = TopicPartition(topic, 0)
     got: list[str] = []
-    deadline = time.monotonic() + 30
+
+    def enough() -> object:
+        got.extend(record.value.decode() for record in consumer)  # what arrives within consumer_timeout_ms
+        return len(got) >= expected or not_yet(f"{len(got)} read: {got}")
+
+    def at_end(end: int) -> object:  # nothing is left behind the expected ones
+        if (position := consumer.position(partition)) >= end:
+            return True
+        got.extend(record.value.decode() for record in consumer)
+        return not_yet(f"at {position}")
+
     try:
-        while time.monotonic() < deadline and len(got) < expected:
-            got += [record.value.decode() for record in consumer]
-        end = consumer.end_offsets([TopicPartition(topic, 0)])[TopicPartition(topic, 0)]
-        while consumer.position(TopicPartition(topic, 0)) < end and time.monotonic() < deadline:
-            got += [record.value.decode() for record in consumer]  # nothing is left behind the expected ones
+        wait_for_sync(enough, 30, interval=0, what=f"{expected} records of {topic} ({isolation})")
+        end = consumer.end_offsets([partition])[partition]
+        wait_for_sync(lambda: at_end(end), 30, interval=0, what=f"the position at the end offset {end}")
     finally:
         consumer.close()
     return sorted(got)
@@ -97,10 +106,13 @@ async def test_aiokafka_transactions_commit_and_abort(broker: testing.Broker, na
     try:
         consumer.assign([AIOTopicPartition(topic, 0)])
         got: list[str] = []
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and len(got) < 3:
+
+        async def three() -> object:
             for records in (await consumer.getmany(timeout_ms=500)).values():
-                got += [record.value.decode() for record in records]
+                got.extend(record.value.decode() for record in records)
+            return len(got) >= 3 or not_yet(f"read {got}")
+
+        await wait_for(three, 30, interval=0, what=f"the 3 committed records of {topic}")
         assert sorted(got) == [f"kept-{i}" for i in range(3)]
         assert (await consumer.getmany(timeout_ms=500)) == {}  # nothing of the aborted transaction follows
     finally:
