@@ -9,7 +9,6 @@ under names of its own and grants its ACLs only for its duration (`granted`), so
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -45,6 +44,7 @@ from kafka.admin import ResourceType as KafkaPythonResourceType
 from kafka.errors import ClusterAuthorizationFailedError, GroupAuthorizationFailedError, TopicAuthorizationFailedError
 
 from epoch_broker import testing
+from tests.helpers import not_yet, wait_for_sync
 
 pytestmark = pytest.mark.interop
 
@@ -168,12 +168,14 @@ def kafka_python_read(broker: testing.Broker, user: str, topic: str, group: str,
     """`count` records of `topic` read as `user` in `group` with kafka-python; its errors are raised."""
     consumer = KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", **kafka_python_config(broker, user))
     values: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT_S
+
+    def read() -> object:
+        for records in consumer.poll(timeout_ms=500).values():
+            values.extend(record.value for record in records)
+        return len(values) >= count or not_yet(f"{len(values)} read")
+
     try:
-        while len(values) < count:
-            assert time.monotonic() < deadline, f"read {len(values)} of {count} records in {TIMEOUT_S:.0f} s"
-            for records in consumer.poll(timeout_ms=500).values():
-                values.extend(record.value for record in records)
+        wait_for_sync(read, TIMEOUT_S, interval=0, what=f"{count} records of {topic} read as {user}")
     finally:
         consumer.close()
     return values

@@ -30,11 +30,12 @@ from aiokafka.errors import KafkaConnectionError
 from aiokafka.helpers import create_ssl_context
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
-from epoch_broker.protocol.connection import ANONYMOUS
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 
 from epoch_broker import testing
+from epoch_broker.protocol.connection import ANONYMOUS
+from tests.helpers import not_yet, wait_for, wait_for_sync
 from tests.interop.support import kcat_bin, run_flow
 from tests.security.conftest import CLIENT_PRINCIPAL, USERS, Pki
 
@@ -112,14 +113,16 @@ def confluent_round_trip(address: str, conf: dict[str, str], topic: str, values:
     try:
         consumer.assign([CkTopicPartition(topic, 0, OFFSET_BEGINNING)])
         got: list[bytes] = []
-        deadline = time.monotonic() + TIMEOUT_S
-        while len(got) < len(values) and time.monotonic() < deadline:
+
+        def read() -> object:
             msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                raise KafkaException(msg.error())
-            got.append(msg.value())
+            if msg is not None:
+                if msg.error():
+                    raise KafkaException(msg.error())
+                got.append(msg.value())
+            return len(got) >= len(values) or not_yet(f"{len(got)} read")
+
+        wait_for_sync(read, TIMEOUT_S, interval=0, what=f"{len(values)} records of {topic}")
         return got
     finally:
         consumer.close()
@@ -180,10 +183,13 @@ def kafka_python_round_trip(address: str, conf: dict[str, Any], topic: str, valu
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
         got: list[bytes] = []
-        deadline = time.monotonic() + TIMEOUT_S
-        while len(got) < len(values) and time.monotonic() < deadline:
+
+        def read() -> object:
             for msgs in consumer.poll(timeout_ms=500).values():
                 got.extend(m.value for m in msgs)
+            return len(got) >= len(values) or not_yet(f"{len(got)} read")
+
+        wait_for_sync(read, TIMEOUT_S, interval=0, what=f"{len(values)} records of {topic}")
         return got
     finally:
         consumer.close()
@@ -206,10 +212,13 @@ async def aiokafka_round_trip(address: str, conf: dict[str, Any], topic: str, va
         consumer.assign([tp])
         await consumer.seek_to_beginning(tp)
         got: list[bytes] = []
-        deadline = time.monotonic() + TIMEOUT_S
-        while len(got) < len(values) and time.monotonic() < deadline:
+
+        async def read() -> object:
             for msgs in (await consumer.getmany(timeout_ms=500)).values():
                 got.extend(m.value for m in msgs)
+            return len(got) >= len(values) or not_yet(f"{len(got)} read")
+
+        await wait_for(read, TIMEOUT_S, interval=0, what=f"{len(values)} records of {topic}")
         return got
     finally:
         await consumer.stop()

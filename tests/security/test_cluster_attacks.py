@@ -7,13 +7,13 @@ INVALID_CONFIG, and no broker exits or loses an acknowledged record.
 from __future__ import annotations
 
 import re
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
 from epoch_broker.broker.faults import CATALOGUE, REQUEST_RULE_PREFIX
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.drill import admin, launcher
@@ -26,8 +26,8 @@ from epoch_broker.protocol.messages import (
     fetch,
     offset_for_leader_epoch,
 )
-
 from tests.cluster.support import Cluster, create_topic, start_cluster
+from tests.helpers import not_yet, wait_for_sync
 
 CONTROLLER = launcher.CONTROLLER_NODE_ID
 RECORDS = 300
@@ -61,13 +61,15 @@ def read_all(bootstrap: str, topic: str) -> list[bytes]:
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     values: list[bytes] = []
-    deadline = time.monotonic() + 60
+
+    def read() -> object:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+        return len(values) >= RECORDS or not_yet(f"{len(values)} read")
+
     try:
-        while len(values) < RECORDS:
-            assert time.monotonic() < deadline, f"read {len(values)} of {RECORDS} records in 60 s"
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.append(message.value())
+        wait_for_sync(read, 60, interval=0, what=f"{RECORDS} records of {topic}")
     finally:
         consumer.close()
     return values

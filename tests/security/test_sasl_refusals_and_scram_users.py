@@ -18,13 +18,14 @@ from confluent_kafka.admin import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
+
+from epoch_broker import testing
 from epoch_broker.client.aio import AuthenticationFailed, ConnectionClosed, KafkaClient, Security
 from epoch_broker.client.connection import ClientConnection
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.framing import frame_size_prefix
 from epoch_broker.protocol.messages import create_topics, metadata, sasl_handshake
-
-from epoch_broker import testing
+from tests.helpers import not_yet, wait_for
 from tests.security.conftest import USERS
 
 SASL = "SASL_PLAINTEXT"
@@ -35,11 +36,16 @@ def login(mechanism: str, user: str, password: str) -> Security:
 
 
 async def connection_closed(client: KafkaClient) -> None:
-    """The broker closes the connection after its answer: the next request finds it closed."""
-    with pytest.raises(ConnectionClosed):
-        for _ in range(100):  # the close may reach us a moment after the answer
-            await client.request(metadata.API, 12, metadata.REQUEST.cls(topics=[]))
-            await asyncio.sleep(0.05)
+    """The broker closes the connection after its answer: a later request finds it closed (the close may reach
+    us a moment after the answer)."""
+    async def closed() -> object:
+        try:
+            answer = await client.request(metadata.API, 12, metadata.REQUEST.cls(topics=[]))
+        except ConnectionClosed:
+            return True
+        return not_yet(f"still answered: {answer}")
+
+    await wait_for(closed, what="the connection closed by the broker")
 
 
 def topic_exists(broker: testing.Broker, name: str) -> bool:
