@@ -4,16 +4,14 @@ condition from synchronous test code."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.helpers import wait_for
+from tests.helpers import not_yet, wait_for_sync
 
 T = TypeVar("T")
 
@@ -39,22 +37,26 @@ def consumed(bootstrap: str, topic: str, partitions: int) -> list[tuple[Any, ...
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         rows: list[tuple[Any, ...]] = []
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
-        deadline = time.monotonic() + 60
-        while len(rows) < sum(ends.values()):
-            assert time.monotonic() < deadline, f"read {len(rows)} of {sum(ends.values())} records"
+
+        def read() -> object:
+            if len(rows) >= sum(ends.values()):
+                return True
             for message in consumer.consume(1000, timeout=1.0):
                 assert message.error() is None
                 rows.append((message.key(), message.value(), message.topic(), message.partition(), message.offset(),
                              message.timestamp()[1], message.timestamp()[0] - 1,
                              [(k, v) for k, v in (message.headers() or [])], message.leader_epoch()))
+            return not_yet(f"{len(rows)} read")
+
+        wait_for_sync(read, 60, interval=0, what=f"the {sum(ends.values())} records of {topic}")
         return sorted(rows, key=lambda r: (r[3], r[4]))
     finally:
         consumer.close()
 
 
 def wait_until(predicate: Callable[[], T], timeout: float = 60.0, what: str = "condition") -> T:
-    """tests/helpers.py's wait_for, from synchronous code (Spark tests drive queries from the main thread)."""
-    return asyncio.run(wait_for(predicate, timeout=timeout, interval=0.1, what=what))
+    """tests/helpers.py's wait_for_sync with the Spark tests' bounds (a query's batch takes its time)."""
+    return wait_for_sync(predicate, timeout=timeout, interval=0.1, what=what)
 
 
 def stream(spark: Any, bootstrap: str, **options: str) -> Any:
