@@ -14,19 +14,25 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import api_versions, create_partitions, create_topics, metadata
 from epoch_broker.protocol.records import build_batch
-
 from tests.broker.conftest import create_topic, produce_to
-from tests.helpers import REPO, BrokerProcess, free_port, start_broker, wait_for
+from tests.helpers import REPO, BrokerProcess, free_port, not_yet, start_broker, wait_for, wait_for_sync
 
 MB = 1 << 20
 
 
 def rss(process: BrokerProcess) -> int:
     return psutil.Process(process.pid).memory_info().rss
+
+
+def client_connections(process: BrokerProcess) -> list[object]:
+    """The connections the broker holds on its client listener (not yet closed on its side)."""
+    return [c for c in psutil.Process(process.pid).net_connections("tcp")
+            if c.laddr and c.laddr.port == process.port and c.status != psutil.CONN_LISTEN]
 
 
 @pytest.fixture
@@ -75,12 +81,16 @@ async def test_a_flood_of_pipelined_requests_never_read_keeps_memory_bounded_and
     with socket.create_connection(("127.0.0.1", broker.port)) as greedy:
         greedy.setblocking(False)
         sent = 0
-        deadline = time.monotonic() + 20
-        while sent < len(flood) * 8 and time.monotonic() < deadline:  # 400,000 requests, never reading
+
+        def flooded() -> object:  # up to 400,000 requests, never reading
+            nonlocal sent
             try:
                 sent += greedy.send(flood[sent % len(flood):])
             except BlockingIOError:  # the broker stopped reading us: what we wanted
-                break
+                return True
+            return sent >= len(flood) * 8 or not_yet(f"{sent} bytes sent")
+
+        wait_for_sync(flooded, 20, interval=0, what="the broker to stop reading the flood, or all of it sent")
         async with await connect(broker) as other:  # another client is served while the flood sits there
             started = time.monotonic()
             await asyncio.wait_for(other.request(metadata.API, 12, metadata.REQUEST.cls(topics=None)), 10)
@@ -105,7 +115,12 @@ async def test_pipelined_requests_take_effect_in_the_order_sent(broker: BrokerPr
 async def test_closed_connections_leave_nothing_behind(broker: BrokerProcess) -> None:
     for _ in range(300):  # warm up allocator pools
         socket.create_connection(("127.0.0.1", broker.port)).close()
-    await asyncio.sleep(0.5)
+
+    def all_closed() -> object:
+        held = client_connections(broker)
+        return not held or not_yet(f"{len(held)} held")
+
+    await wait_for(all_closed, what="the broker to have closed the warm-up connections")  # before measuring
     before = rss(broker)
     for _ in range(5_000):
         with socket.create_connection(("127.0.0.1", broker.port)) as sock:
