@@ -13,15 +13,15 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from epoch_broker.broker.faults import REPLICATION_PAUSED
 
+from epoch_broker.broker.faults import REPLICATION_PAUSED
 from epoch_broker.testing import broker, cluster, unique_name
+from tests.helpers import not_yet, wait_for_sync
 
 
 def _open_fds() -> set[str]:
@@ -167,10 +167,11 @@ def test_a_transactional_producer_commits_against_the_fixture_broker() -> None:
                              "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
         consumer.subscribe([topic])
         try:
-            message = None
-            deadline = time.monotonic() + 30
-            while message is None and time.monotonic() < deadline:
+            def polled() -> object:
                 message = consumer.poll(0.5)
-            assert message is not None and message.error() is None and message.value() == b"committed"
+                return (message,) if message is not None else not_yet("nothing polled")
+
+            (message,) = wait_for_sync(polled, 30, interval=0, what="the committed record, read_committed")
+            assert message.error() is None and message.value() == b"committed"
         finally:
             consumer.close()
