@@ -23,13 +23,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from epoch_broker.broker.faults import REPLICATION_PAUSED
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.drill import admin
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import fetch, metadata
 from epoch_broker.protocol.records import iter_batches
-
 from tests.cluster.support import (
     METADATA_STORES,
     Cluster,
@@ -204,9 +204,10 @@ class EpochWatcher:
                             for p in topic.partitions:
                                 self.seen.setdefault((topic.name, p.partition_index), []).append(p.leader_epoch)
                         self.answers += 1
-                        await asyncio.sleep(0.01)
+                        await asyncio.sleep(0.01)  # paces the watcher, which waits for nothing: it records
             except (OSError, ConnectionError, TimeoutError):
-                await asyncio.sleep(0.05)  # killed, or not listening yet after a restart
+                # killed, or not listening yet after a restart: the watcher retries until stopped, paced
+                await asyncio.sleep(0.05)
 
     def last(self, topic: str, partition: int) -> int:
         return (self.seen.get((topic, partition)) or [-1])[-1]
@@ -308,7 +309,7 @@ class IsrWatcher:
                 state = answer.partitions.get((topic, 0))
                 if state is not None:
                     self.snapshots.append(Snapshot(time.monotonic(), node, state, frozenset(answer.brokers)))
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)  # paces the watcher, which waits for nothing: it records every answer
 
     async def stop(self) -> None:
         self.stopping = True
