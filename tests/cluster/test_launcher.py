@@ -10,16 +10,15 @@ import selectors
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
 from epoch_broker.broker.faults import POWER_LOSS, REPLICATION_PAUSED
 from epoch_broker.drill import launcher
 from epoch_broker.drill.admin import AdminError, fetch_metadata
-
 from tests.cluster.support import Cluster, create_topic, produce, wait_for, wait_state
-from tests.helpers import REPO, free_base_port
+from tests.helpers import REPO, free_base_port, not_yet, wait_for_sync
 
 pytestmark = pytest.mark.slow
 
@@ -36,20 +35,25 @@ def read_until(proc: subprocess.Popen[str], marker: str, timeout: float = 60.0) 
     fd = proc.stdout.fileno()
     pending = b""
     lines: list[str] = []
-    deadline = time.monotonic() + timeout
+
+    def printed(selector: selectors.BaseSelector) -> object:
+        nonlocal pending
+        if selector.select(0.1):  # the wait's pace: wait_for_sync itself does not sleep
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise AssertionError(f"no {marker!r} from the launcher before it closed its output; it printed:\n"
+                                     + "\n".join(lines))
+            *complete, pending = (pending + chunk).split(b"\n")
+            for line in complete:
+                lines.append(line.decode())
+                if marker in lines[-1]:
+                    return True
+        return not_yet("it printed:\n" + "\n".join(lines))
+
     with selectors.DefaultSelector() as selector:  # not select(): the test process may hold fds past 1024
         selector.register(fd, selectors.EVENT_READ)
-        while time.monotonic() < deadline:
-            if selector.select(0.1):
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                *complete, pending = (pending + chunk).split(b"\n")
-                for line in complete:
-                    lines.append(line.decode())
-                    if marker in lines[-1]:
-                        return lines
-    raise AssertionError(f"no {marker!r} from the launcher; it printed:\n" + "\n".join(lines))
+        wait_for_sync(lambda: printed(selector), timeout, interval=0, what=f"{marker!r} from the launcher")
+    return lines
 
 
 def test_cluster_command_runs_four_processes_that_admin_drives_and_ctrl_c_stops(tmp_path: Path) -> None:
