@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+
 from epoch_broker.broker.app import Broker
 from epoch_broker.broker.config import build_config
 from epoch_broker.client.aio import ConnectionClosed, KafkaClient
@@ -30,9 +31,8 @@ from epoch_broker.protocol.messages import (
     offset_for_leader_epoch,
 )
 from epoch_broker.protocol.records import build_batch, iter_batches, iter_records
-
 from tests.broker.conftest import batch, create_topic, produce_to
-from tests.helpers import wait_for
+from tests.helpers import holds, wait_for
 
 INT32_MIN = -(2**31)
 
@@ -155,8 +155,7 @@ async def test_fetch_long_poll_is_woken_by_an_append(client: KafkaClient, broker
     other = await KafkaClient.connect(f"127.0.0.1:{broker.advertised.port}")
     started = time.monotonic()
     waiting = asyncio.create_task(fetch_partition(client, topic, 0, max_wait_ms=10_000))
-    await asyncio.sleep(0.2)
-    assert not waiting.done()
+    await holds(lambda: not waiting.done(), 0.2, what="the empty fetch long-polling")
     await produce_to(other, "t", batch(b"wake"))
     data = await asyncio.wait_for(waiting, 5)
     assert time.monotonic() - started < 5 and len(data.records) > 0
