@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
+
 from epoch_broker.broker.config import BrokerConfig, ConfigError, Endpoint, build_config
 from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.groups import records
@@ -29,6 +30,7 @@ from epoch_broker.broker.metadata.records import PartitionRecord, RemoveTopicRec
 from epoch_broker.broker.replica.replica_manager import InternalRecord
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.records import EndTxnMarker, iter_batches, iter_records
+from tests.helpers import holds, wait_for
 
 SESSION_MS = 6000
 
@@ -217,7 +219,8 @@ async def test_initial_rebalance_delay_gathers_members_into_one_generation(broke
     coordinator = await started(broker)
     a, b = await join_member(coordinator), await join_member(coordinator)
     first = join(coordinator, a)
-    await asyncio.sleep(0.1)
+    # b arriving halfway through the 200 ms delay, not with a, is the scenario: a's join stays pending meanwhile
+    await holds(lambda: not first.done(), 0.1, what="the initial rebalance delay holding a's join")
     second = join(coordinator, b)
     results = await asyncio.gather(first, second)
     assert [r.generation_id for r in results] == [1, 1]
@@ -303,10 +306,12 @@ async def test_session_timeout_expires_a_silent_member(broker: FakeBroker, coord
     results = await asyncio.gather(join(coordinator, a, session_ms=300), join(coordinator, b, session_ms=300))
     generation = results[0].generation_id
     await asyncio.gather(sync(coordinator, a, generation), sync(coordinator, b, generation))
-    for _ in range(4):  # a keeps heartbeating, b is silent
-        await asyncio.sleep(0.1)
-        coordinator.heartbeat("g", a, None, generation)
-    assert b not in coordinator.groups["g"].members
+
+    def b_expired() -> bool:
+        coordinator.heartbeat("g", a, None, generation)  # a keeps heartbeating, b is silent
+        return b not in coordinator.groups["g"].members
+
+    await wait_for(b_expired, timeout=5, interval=0.1, what="the silent member expired")
     assert coordinator.heartbeat("g", a, None, generation) == ErrorCode.REBALANCE_IN_PROGRESS
 
 
