@@ -6,7 +6,8 @@
   `user_venv` a test author's (the wheel with its [drill] extra, pytest and the three Python clients), `spark_venv`
   the wheel with its [spark] extra only.
 - Their programs run from a temporary directory outside the checkout, with no PYTHONPATH: only the venv answers.
-- `produce` and `read_all`: confluent-kafka on the host, as the suite's clients of those brokers.
+- `produce` and `read_all`: confluent-kafka on the host, as the suite's clients of those brokers; `GroupMember`
+  one of a KIP-848 consumer group (`group.protocol=consumer`), polled by the test's own thread.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from epoch_broker.testing import BrokerProcess
-from tests.helpers import REPO
+from tests.helpers import REPO, holds_sync, not_yet, wait_for_sync
 
 INSTALL_TIMEOUT_S = 600  # pip from PyPI (or its cache) on a loaded 2-core machine
 READY_TIMEOUT_S = 30.0
@@ -113,31 +114,85 @@ def served(core_venv: Venv, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     broker.stop()
 
 
-def produce(bootstrap: str, topic: str, records: list[bytes], codec: str = "lz4") -> list[bytes]:
-    """Send every record (acks=all, idempotent); returns the ones acknowledged."""
+def produce(bootstrap: str, topic: str, records: list[bytes], codec: str = "lz4",
+            partitions: int | None = None) -> list[bytes]:
+    """Send every record (acks=all, idempotent), record i to partition i % `partitions` if given (else the
+    client's partitioner picks); returns the ones acknowledged."""
     acked: list[bytes] = []
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
                          "compression.type": codec, "linger.ms": 5, "message.timeout.ms": 30000})
-    for value in records:
-        producer.produce(topic, value, on_delivery=lambda err, msg: acked.append(msg.value()) if err is None else None)
+    for i, value in enumerate(records):
+        where = {} if partitions is None else {"partition": i % partitions}
+        producer.produce(topic, value, on_delivery=lambda err, msg: acked.append(msg.value()) if err is None else None,
+                         **where)
         producer.poll(0)
     assert producer.flush(60) == 0
     return acked
 
 
-def read_all(bootstrap: str, topic: str, at_least: int, quiet_s: float = 2.0) -> list[bytes]:
-    """Every record of the topic from the beginning, once `at_least` have come and no more come for `quiet_s`."""
+def read_all(bootstrap: str, topic: str, count: int, quiet_s: float = 2.0) -> list[bytes]:
+    """Every record of the topic from the beginning: `count` of them (90 s at most), then no more for `quiet_s`
+    (a record read twice shows there)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.subscribe([topic])
     got: list[bytes] = []
-    deadline, quiet_since = time.monotonic() + 90, time.monotonic()
+
+    def read() -> object:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            got.append(message.value())
+        return len(got) >= count or not_yet(f"{len(got)} read")
+
+    def no_more() -> object:
+        return read() and (len(got) == count or not_yet(f"{len(got) - count} more: {got[count:][:10]}"))
+
     try:
-        while time.monotonic() < deadline and (len(got) < at_least or time.monotonic() - quiet_since < quiet_s):
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                got.append(message.value())
-                quiet_since = time.monotonic()
+        wait_for_sync(read, 90, interval=0, what=f"{count} records of {topic}")
+        if quiet_s:
+            holds_sync(no_more, quiet_s, interval=0, what=f"no record of {topic} past the {count}")
     finally:
         consumer.close()
     return got
+
+
+class GroupMember:
+    """One member of a KIP-848 consumer group (`group.protocol=consumer`: the broker assigns, the member reconciles
+    incrementally), polled by the test's thread through `poll()`: the partitions it owns (its assign and revoke
+    callbacks, which librdkafka calls from poll), the records it read (partition, value), each batch committed
+    before the next poll, synchronously."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        self.owned: set[int] = set()
+        self.read: list[tuple[int, bytes]] = []
+        self.consumer.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._revoked)
+
+    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.owned.update(p.partition for p in partitions)
+
+    def _revoked(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.owned.difference_update(p.partition for p in partitions)
+
+    def poll(self) -> None:
+        messages = self.consumer.consume(500, 0.1)
+        for message in messages:
+            assert message.error() is None, message.error()
+            self.read.append((int(message.partition() or 0), bytes(message.value() or b"")))
+        if messages:
+            self.consumer.commit(asynchronous=False)  # the positions of what it owns: past everything it read
+
+    def close(self) -> None:
+        self.consumer.close()  # leaves the group (member epoch -1)
+
+
+def read_as_group(members: list[GroupMember], values: list[bytes], timeout: float = 60) -> None:
+    """Poll every member in turn until, between them, they have read every one of `values`."""
+    def everything() -> object:
+        for member in members:
+            member.poll()
+        read = {value for member in members for _, value in member.read}
+        return read >= set(values) or not_yet(f"{len(set(values) - read)} of {len(values)} not read yet")
+
+    wait_for_sync(everything, timeout, interval=0, what=f"{len(values)} records read by {len(members)} members")

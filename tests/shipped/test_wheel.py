@@ -9,15 +9,14 @@ import json
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from epoch_broker.drill import launcher
 from kafka import KafkaConsumer, KafkaProducer
 
+from epoch_broker.drill import launcher
 from epoch_broker.testing import BrokerProcess
-from tests.helpers import REPO, free_base_port
+from tests.helpers import REPO, free_base_port, not_yet, wait_for_sync
 from tests.interop.support import CODECS, kcat_bin
 from tests.shipped.conftest import READY_TIMEOUT_S, Venv, produce, read_all, run, user_env
 
@@ -90,11 +89,12 @@ def test_the_installed_cluster_command_and_a_leader_kill_drill(user_venv: Venv, 
                                 "--base-port", str(base)], stdout=log, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, cwd=tmp_path, env=user_env())
     try:
-        deadline = time.monotonic() + 3 * READY_TIMEOUT_S
-        while "running; Ctrl-C stops it" not in (tmp_path / "cluster.out").read_text():
-            assert cluster.poll() is None, (tmp_path / "cluster.out").read_text()
-            assert time.monotonic() < deadline, (tmp_path / "cluster.out").read_text()
-            time.sleep(0.2)
+        def running() -> object:
+            out = (tmp_path / "cluster.out").read_text()
+            assert cluster.poll() is None, out
+            return "running; Ctrl-C stops it" in out or not_yet(out[-3000:])
+
+        wait_for_sync(running, 3 * READY_TIMEOUT_S, interval=0.2, what="`epoch-broker cluster` running")
         report = tmp_path / "report"
         drill = run([user_venv.bin("epoch-broker"), "drill", "leader-kill", "--seed", "5", "--duration", "10",
                      "--cluster", data, "--out", report], 300, cwd=tmp_path, env=user_env())
