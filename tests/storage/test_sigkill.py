@@ -17,9 +17,9 @@ import sys
 import time
 
 import pytest
+
 from epoch_broker.protocol.records import iter_records, parse_header
 from epoch_broker.storage.log_manager import LogManager
-
 from tests.storage.crash_child import CONFIG, batches_below, epoch_for, records_for
 from tests.storage.storage_invariants import batches_of, expected_epochs
 
@@ -72,7 +72,7 @@ def run(tmp_path: pathlib.Path, iterations: int) -> None:
         try:
             assert child.stdout is not None
             assert child.stdout.readline() == b"ready\n", f"child failed to start (iteration {iteration})"
-            time.sleep(rng.uniform(0.0, 0.12))
+            time.sleep(rng.uniform(0.0, 0.12))  # the random moment of the kill is the scenario
         finally:
             child.send_signal(signal.SIGKILL)
             child.wait()
