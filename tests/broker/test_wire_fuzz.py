@@ -20,12 +20,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.headers import encode_request_header
 from epoch_broker.protocol.messages import APIS, metadata
 from epoch_broker.protocol.record_scan import scan_records
 from epoch_broker.protocol.records import batch_body, iter_batches, validate_batch
-
 from tests.helpers import BrokerProcess, start_broker
 from tests.protocol.test_roundtrip import sample
 
@@ -117,7 +117,7 @@ async def probe(port: int, stop: asyncio.Event, latencies: list[float]) -> None:
             started = time.monotonic()
             await asyncio.wait_for(client.request(metadata.API, 12, metadata.REQUEST.cls(topics=[])), 10)
             latencies.append(time.monotonic() - started)
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # paces the probe, which waits for nothing: it measures
 
 
 def stored_batches_are_valid(data_dir: Path) -> int:
