@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from epoch_broker.drill import admin, launcher
-from epoch_broker.drill.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
 from kazoo.client import KazooClient
 
+from epoch_broker.drill import admin, launcher
+from epoch_broker.drill.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
 from epoch_broker.testing import free_port
 from tests.cluster.support import (
     Cluster,
@@ -69,7 +69,7 @@ class EpochWatch:
                     answer = await admin.fetch_metadata([address], timeout_s=2)
                     for key, state in answer.partitions.items():
                         self.seen.setdefault((address, key), []).append(state.leader_epoch)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # paces the watch, which waits for nothing: it records every answer
 
     def __enter__(self) -> EpochWatch:
         self.task = asyncio.get_running_loop().create_task(self._watch())
