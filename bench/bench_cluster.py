@@ -36,9 +36,9 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from epoch_broker.drill import launcher
 
 from bench.common import fmt_spread, print_table, write_results
+from epoch_broker.drill import launcher
 
 BROKERS = 3
 REPLICATION = 3

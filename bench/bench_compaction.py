@@ -24,13 +24,13 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from epoch_broker.protocol.records import Compression, build_batch
-from epoch_broker.storage.log import LogConfig, PartitionLog
-from epoch_broker.storage.log_cleaner import clean
 from kafka.admin import KafkaAdminClient
 
 from bench.bench_broker import create_topic
 from bench.common import fmt_spread, print_table, spread, start_ours, write_results
+from epoch_broker.protocol.records import Compression, build_batch
+from epoch_broker.storage.log import LogConfig, PartitionLog
+from epoch_broker.storage.log_cleaner import clean
 
 # random values, each record's its own (half of each random, half repeated text: compressible as logs and JSON are)
 VALUES = [os.urandom(512) + b"x" * 512 for _ in range(997)]

@@ -43,13 +43,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench.common import fmt_spread, print_table, spread, write_results
+from epoch_broker import testing
 from epoch_broker.client.blocking import BlockingKafkaClient
 from epoch_broker.drill import admin, launcher
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import create_topics, metadata
-
-from bench.common import fmt_spread, print_table, spread, write_results
-from epoch_broker import testing
 
 STORES = ("file", "zookeeper")
 BROKERS = 3

@@ -42,9 +42,6 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from epoch_broker.client.blocking import BlockingKafkaClient
-from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import find_coordinator, heartbeat, join_group, sync_group
 
 from bench.common import (
     BrokerProc,
@@ -56,6 +53,9 @@ from bench.common import (
     start_tansu,
     write_results,
 )
+from epoch_broker.client.blocking import BlockingKafkaClient
+from epoch_broker.protocol.errors import ErrorCode
+from epoch_broker.protocol.messages import find_coordinator, heartbeat, join_group, sync_group
 
 PARTITIONS = 6
 MEMBERS = 3

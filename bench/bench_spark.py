@@ -104,8 +104,9 @@ def produce(bootstrap: str, topic: str, count: int, compression: str) -> float:
 def spark_session(java_options: str) -> Any:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from epoch_broker.spark import register
     from pyspark.sql import SparkSession
+
+    from epoch_broker.spark import register
 
     builder = (SparkSession.builder.master("local[2]").appName("epoch-broker-bench")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")

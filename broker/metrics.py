@@ -36,14 +36,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
 from epoch_broker.broker.groups.consumer_group import ConsumerGroup, ConsumerGroupState
 from epoch_broker.broker.metadata.records import PartitionChangeRecord
 from epoch_broker.broker.reference import table
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.schema import Api, Field
-from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
     from epoch_broker.broker.controller.controller import Controller

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+
 from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
 from epoch_broker.broker.groups.consumer_group import ConsumerGroup
 from epoch_broker.broker.metrics import ProcessMetrics, consumer_lag
-from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

@@ -41,6 +41,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
+
 from epoch_broker.broker import events
 from epoch_broker.drill import admin, checker, launcher, report
 from epoch_broker.drill.history import HistoryWriter, read_history

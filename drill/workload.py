@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
 from epoch_broker.client.blocking import BlockingKafkaClient
 from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.protocol.errors import ErrorCode

@@ -138,8 +138,9 @@ def main() -> int:
         produce(bootstrap, [(f"user-{i % 37}", PAGES[i % len(PAGES)]) for i in range(1000)])
 
         step("3. the streaming job: views per page, to topic page-counts and to Parquet")
-        from epoch_broker.spark import register
         from pyspark.sql import SparkSession
+
+        from epoch_broker.spark import register
 
         spark = (SparkSession.builder.master("local[2]").appName("epoch-broker-pipeline")
                  .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())

@@ -38,6 +38,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
 from epoch_broker.client.blocking import BlockingKafkaClient
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import init_producer_id, produce
@@ -45,8 +48,6 @@ from epoch_broker.protocol.records import BATCH_HEADER_SIZE, Compression, build_
 from epoch_broker.spark.kafka import BACKOFF_S, RETRIABLE, Cluster, KafkaClientError, Leader, Retry
 from epoch_broker.spark.options import OptionError
 from epoch_broker.spark.source import NAME
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
-from pyspark.sql.types import StructType
 
 PRODUCE_VERSION, INIT_PRODUCER_ID_VERSION = 9, 4
 ACKS_ALL = -1

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from epoch_broker.spark.kafka import Cluster, DivergedError, KafkaClientError, StoredRecord, TopicPartition
-from epoch_broker.spark.options import EARLIEST, LATEST, OptionError, Position, SourceOptions, parse_source_options
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -36,6 +34,9 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 from pyspark.sql.types import StructType
+
+from epoch_broker.spark.kafka import Cluster, DivergedError, KafkaClientError, StoredRecord, TopicPartition
+from epoch_broker.spark.options import EARLIEST, LATEST, OptionError, Position, SourceOptions, parse_source_options
 
 NAME = "kafka-epoch"
 BASE_COLUMNS = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "

@@ -33,11 +33,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
 from epoch_broker.spark.kafka import BACKOFF_S, Cluster, TopicPartition
 from epoch_broker.spark.options import EARLIEST, LATEST, Position, SourceOptions
 from epoch_broker.spark.source import NAME, Range, cluster_of, read_range, starting_positions, tasks
-from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 log = logging.getLogger("epoch_broker.spark")
 Offsets = dict[TopicPartition, Position]

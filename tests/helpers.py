@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from epoch_broker.drill import launcher
-
 from epoch_broker.testing import LISTEN_PORTS, BrokerProcess, free_port
 
 __all__ = ["ARTIFACTS", "REPO", "BrokerProcess", "chromium", "free_base_port", "free_port", "holds", "holds_sync",

@@ -12,11 +12,11 @@ from __future__ import annotations
 import difflib
 
 import pytest
+
 from epoch_broker.broker import faults, metrics
 from epoch_broker.drill.checker import INVARIANTS, check
 from epoch_broker.drill.nemesis import FAULTS
 from epoch_broker.drill.scenarios import scenarios
-
 from tools.generate_docs import PAGES, ROOT, render
 
 

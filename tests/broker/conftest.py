@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from epoch_broker import testing
 from epoch_broker.broker.app import Broker
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.messages import create_topics, produce
 from epoch_broker.protocol.records import build_batch
-
-from epoch_broker import testing
 
 
 @pytest.fixture

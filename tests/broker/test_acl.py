@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from epoch_broker.broker.security.acl import (
     SUPPORTED_OPERATIONS,
     AclBinding,

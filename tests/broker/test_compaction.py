@@ -6,9 +6,9 @@ cleaned log readable."""
 from __future__ import annotations
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from epoch_broker.storage.log import PartitionLog
 
 from epoch_broker import testing
+from epoch_broker.storage.log import PartitionLog
 
 TOPIC = "compacted"
 KEYS = 100

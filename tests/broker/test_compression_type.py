@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
 from epoch_broker.broker.app import Broker
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import create_topics
 from epoch_broker.protocol.records import Compression, build_batch, iter_batches, iter_records
 from epoch_broker.storage.log import LogConfig, PartitionLog
-
 from tests.broker.conftest import create_topic
 
 

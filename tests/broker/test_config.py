@@ -10,6 +10,7 @@ from dataclasses import fields
 from typing import Any
 
 import pytest
+
 from epoch_broker.broker.config import (
     KEYS,
     PER_LISTENER_KEYS,

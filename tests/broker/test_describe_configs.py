@@ -9,7 +9,6 @@ from epoch_broker.broker.config import TOPIC_CONFIGS
 from epoch_broker.broker.config.catalogue import CATALOGUE
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.messages import describe_configs
-
 from tests.broker.conftest import create_topic
 
 DYNAMIC_TOPIC, DYNAMIC_BROKER, STATIC_BROKER, DEFAULT = 1, 2, 4, 5

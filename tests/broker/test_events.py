@@ -7,6 +7,7 @@ import logging
 from datetime import UTC, datetime
 
 import pytest
+
 from epoch_broker.broker import events
 
 

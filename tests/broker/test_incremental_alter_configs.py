@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from epoch_broker import testing
 from epoch_broker.broker.app import Broker
 from epoch_broker.broker.faults import (
     CATALOGUE,
@@ -26,8 +28,6 @@ from epoch_broker.client.aio import ConnectionClosed, KafkaClient
 from epoch_broker.drill.admin import alter_faults
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import alter_configs, incremental_alter_configs, list_offsets, metadata
-
-from epoch_broker import testing
 from tests.broker.conftest import batch, create_topic, produce_to
 from tests.helpers import start_broker
 

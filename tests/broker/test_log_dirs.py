@@ -9,10 +9,10 @@ import logging
 from pathlib import Path
 
 import pytest
+
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.storage import meta_properties
 from epoch_broker.storage.checkpoint import CheckpointFile
-
 from tests.broker.conftest import batch, create_topic, produce_to
 from tests.broker.test_limits import run_serve
 from tests.helpers import BrokerProcess, start_broker

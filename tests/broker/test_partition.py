@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from epoch_broker.broker.config import build_config, topic_config
 from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.replica.partition import CONSUMER, DEBUGGING, EARLIEST, LATEST, Partition

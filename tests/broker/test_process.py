@@ -14,7 +14,6 @@ from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import fetch, list_offsets, metadata, offset_for_leader_epoch
 from epoch_broker.protocol.records import iter_batches, iter_records
-
 from tests.broker.conftest import batch, create_topic, produce_to
 from tests.helpers import REPO, BrokerProcess, start_broker
 

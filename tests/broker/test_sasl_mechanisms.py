@@ -9,6 +9,10 @@ import random
 from collections.abc import Callable
 
 import pytest
+from kafka.admin import UserScramCredentialUpsertion
+from kafka.net.sasl.plain import SaslMechanismPlain
+from kafka.net.sasl.scram import SaslMechanismScram
+
 from epoch_broker.broker.security.sasl import (
     MECHANISMS,
     SCRAM_MECHANISMS,
@@ -25,9 +29,6 @@ from epoch_broker.broker.security.sasl import (
     parse_jaas_users,
 )
 from epoch_broker.client.sasl import ClientMechanism, SaslError, ScramClient, new_client
-from kafka.admin import UserScramCredentialUpsertion
-from kafka.net.sasl.plain import SaslMechanismPlain
-from kafka.net.sasl.scram import SaslMechanismScram
 
 PLAIN_FAILED = "Authentication failed: Invalid username or password"
 SALT = b"0123456789abcdef"

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from epoch_broker.broker.app import Broker
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.errors import ErrorCode, UnsupportedCompressionTypeError
 from epoch_broker.protocol.records import Compression, build_batch, compute_crc, iter_batches, parse_header
 from epoch_broker.storage.log import LogConfig, PartitionLog
-
 from tests.broker.conftest import create_topic, produce_to
 
 HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte batch header, field by field

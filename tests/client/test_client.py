@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from epoch_broker.client.blocking import BlockingKafkaClient, ConnectionClosed
 from epoch_broker.client.connection import ClientConnection, UnexpectedResponse
 from epoch_broker.protocol.errors import ErrorCode
@@ -19,7 +20,6 @@ from epoch_broker.protocol.messages import (
     produce,
 )
 from epoch_broker.protocol.records import build_batch
-
 from tests.helpers import BrokerProcess, start_broker
 
 

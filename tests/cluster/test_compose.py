@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from epoch_broker.broker.config import CLUSTER_SECRET_ENV, KEYS, load_config
-from epoch_broker.drill.launcher import CONTROLLER_NODE_ID, DRILL_DEFAULTS, ZOOKEEPER_SESSION_TIMEOUT_MS
 
 from epoch_broker.__main__ import _parse_args
+from epoch_broker.broker.config import CLUSTER_SECRET_ENV, KEYS, load_config
+from epoch_broker.drill.launcher import CONTROLLER_NODE_ID, DRILL_DEFAULTS, ZOOKEEPER_SESSION_TIMEOUT_MS
 from tests.helpers import REPO
 
 BROKERS = 3

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import find_coordinator
-
 from tests.cluster.support import Cluster, create_topic, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster(overrides={"group.consumer.session.timeout.ms": "10000"})]

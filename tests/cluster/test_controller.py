@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from epoch_broker.broker.config import BrokerConfig
 from epoch_broker.broker.controller.controller import Controller, NewTopic, PartitionChangeResult, RegistrationRefused
 from epoch_broker.broker.controller.store.file import FileMetadataStore

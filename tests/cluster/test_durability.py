@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import trustme
-from epoch_broker.drill import launcher
 
+from epoch_broker.drill import launcher
 from tests.cluster.support import (
     Cluster,
     NumberedProducer,

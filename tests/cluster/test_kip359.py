@@ -12,9 +12,9 @@ import asyncio
 from typing import Any
 
 import pytest
+
 from epoch_broker.broker.faults import METADATA_PAUSED
 from epoch_broker.protocol.errors import ErrorCode
-
 from tests.broker.conftest import batch, produce_request
 from tests.cluster.support import Cluster, clear_fault, create_topic, disk_log_end, partition_state, produce, wait_for
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kazoo.client import KazooClient
+
 from epoch_broker.broker.config import ConfigError, build_config
 from epoch_broker.broker.controller.controller import Controller, NewTopic
 from epoch_broker.broker.controller.store import MetadataStore, NotController
@@ -32,8 +34,6 @@ from epoch_broker.broker.metadata.records import (
 from epoch_broker.broker.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from epoch_broker.drill.zookeeper import ZooKeeperEnsemble, ZooKeeperServer
 from epoch_broker.protocol.errors import ErrorCode
-from kazoo.client import KazooClient
-
 from epoch_broker.testing import free_port, wait_until
 from tests.helpers import REPO
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from epoch_broker.broker.faults import NETWORK_DELAY, NETWORK_PARTITION
 from epoch_broker.client.aio import ConnectionClosed
 from epoch_broker.drill.admin import AdminError, alter_faults
 from epoch_broker.protocol.messages import metadata
-
 from tests.cluster.support import Cluster, clear_fault, create_topic, produce_offset, wait_state
 
 pytestmark = pytest.mark.slow

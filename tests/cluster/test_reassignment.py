@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from epoch_broker.drill import admin
 
+from epoch_broker.drill import admin
 from tests.cluster.support import (
     Cluster,
     NumberedProducer,

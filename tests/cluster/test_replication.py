@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from epoch_broker.broker.app import Broker
 from epoch_broker.broker.config import BrokerConfig, Endpoint
 from epoch_broker.broker.controller.channel import EmbeddedChannel, OnRecords
@@ -25,7 +26,6 @@ from epoch_broker.broker.replica.partition import Partition
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import fetch, list_offsets, produce
-
 from tests.broker.conftest import batch
 from tests.helpers import holds, wait_for
 

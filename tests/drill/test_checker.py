@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from epoch_broker.drill import checker
 from epoch_broker.drill.checker import CheckResult, check_directory
 from epoch_broker.drill.history import HistoryError, HistoryWriter, read_history

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from epoch_broker.drill.history import HistoryWriter, read_history
 from epoch_broker.drill.nemesis import FAULTS, GROUP, Nemesis, ScheduledFault, make_schedule
 from epoch_broker.drill.scenarios import scenarios
 from epoch_broker.drill.workload import CLASSIC_ONLY, STATIC_MEMBER, consumer_config
-
 from tests.cluster.support import start_cluster
 
 BROKERS = ["broker-0", "broker-1", "broker-2"]

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PIL import Image
+
 from epoch_broker.drill import report
 from epoch_broker.drill.checker import check_directory
 from epoch_broker.drill.history import HistoryWriter
-from PIL import Image
-
 from tests.helpers import ARTIFACTS, chromium
 
 

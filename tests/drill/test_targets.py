@@ -10,9 +10,9 @@ import argparse
 from pathlib import Path
 
 import pytest
+
 from epoch_broker.drill import runner, targets
 from epoch_broker.drill.targets import ComposeCluster, compose_cli, name_of, node
-
 from tests.helpers import REPO
 
 LOG = """#!/bin/sh

@@ -6,6 +6,7 @@ import random
 from collections.abc import Mapping, Set
 
 import pytest
+
 from epoch_broker.broker.groups.assignors import (
     ASSIGNORS,
     DEFAULT_ASSIGNORS,

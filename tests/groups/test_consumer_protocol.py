@@ -28,11 +28,11 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewTopic
+
 from epoch_broker.client.blocking import BlockingKafkaClient
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import consumer_group_describe as describe_messages
 from epoch_broker.protocol.messages import offset_commit
-
 from tests.helpers import BrokerProcess, start_broker, wait_for_sync
 
 SESSION_MS = 6000

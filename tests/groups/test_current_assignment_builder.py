@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import pytest
+
 from epoch_broker.broker.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNORS, MemberSubscriptionSpec
 from epoch_broker.broker.groups.current_assignment_builder import (
     IllegalStateError,

@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 import pytest
+
 from epoch_broker.broker.groups import records
 from epoch_broker.broker.groups.records import (
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
@@ -34,7 +35,6 @@ from epoch_broker.broker.groups.records import (
     OffsetKey,
 )
 from epoch_broker.protocol.schema import Message
-
 from tests.protocol.test_conformance import declared_view, reference_view
 from tests.protocol.test_txn_messages import git, schema_ref
 

@@ -11,6 +11,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+
+from epoch_broker import testing
 from epoch_broker.broker.groups.classic_group import ClassicGroupState
 from epoch_broker.broker.groups.coordinator import OFFSETS_TOPIC, GroupCoordinator, OffsetToCommit, partition_for
 from epoch_broker.broker.handlers import txn_offset_commit as handler
@@ -19,8 +21,6 @@ from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import offset_fetch, txn_offset_commit, write_txn_markers
 from epoch_broker.protocol.records import iter_batches
-
-from epoch_broker import testing
 from tests.broker.conftest import create_topic
 from tests.groups import test_coordinator
 from tests.groups.test_coordinator import FakeBroker, commit, join, stable_group, started

@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
+
 from epoch_broker.broker import events
 from epoch_broker.client.aio import KafkaClient
-
 from tests.broker.conftest import create_topic
 from tests.cluster.support import create_topic as create_cluster_topic
 from tests.cluster.support import start_cluster, wait_state

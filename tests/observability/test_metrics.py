@@ -19,16 +19,16 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from epoch_broker import testing
 from epoch_broker.broker import metrics
 from epoch_broker.broker.status import MAX_CONNECTIONS
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.drill import admin
 from epoch_broker.drill.launcher import CONTROLLER_NODE_ID
 from epoch_broker.protocol.errors import ErrorCode
-from prometheus_client import generate_latest
-from prometheus_client.parser import text_string_to_metric_families
-
-from epoch_broker import testing
 from tests.cluster import truncation_scenario as scenario
 from tests.cluster.support import (
     fetch_request,

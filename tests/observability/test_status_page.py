@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from epoch_broker.broker.status import PAGE
 from PIL import Image
 
 from epoch_broker import testing
+from epoch_broker.broker.status import PAGE
 from tests.helpers import ARTIFACTS, chromium
 from tests.observability.consumer_group import consumer_group
 

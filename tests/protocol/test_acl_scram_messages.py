@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import APIS, create_acls, delete_acls
 from epoch_broker.protocol.messages import alter_user_scram_credentials as alter_scram

@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 import pytest
+
 from epoch_broker.protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionTypeError
 from epoch_broker.protocol.records import (
     BATCH_HEADER_SIZE,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from epoch_broker.protocol.messages import APIS
 from epoch_broker.protocol.schema import Field, Message, snake_case
 from epoch_broker.protocol.versions import VersionRange

@@ -6,6 +6,7 @@ import struct
 from dataclasses import dataclass
 
 import pytest
+
 from epoch_broker.protocol.connection import AuthState, NotAuthenticated, ProtocolViolation, ServerConnection
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.headers import encode_request_header

@@ -3,9 +3,10 @@
 import struct
 
 import pytest
-from epoch_broker.protocol.framing import FrameDecoder, FrameError, FrameTooLarge, frame_size_prefix
 from hypothesis import given
 from hypothesis import strategies as st
+
+from epoch_broker.protocol.framing import FrameDecoder, FrameError, FrameTooLarge, frame_size_prefix
 
 
 def frames_of(payloads: list[bytes]) -> bytes:

@@ -14,11 +14,11 @@ import struct
 from datetime import timedelta
 
 import pytest
-from epoch_broker.protocol.messages import APIS, fetch, metadata, produce
-from epoch_broker.protocol.schema import DecodeError, Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from epoch_broker.protocol.messages import APIS, fetch, metadata, produce
+from epoch_broker.protocol.schema import DecodeError, Message
 from tests.protocol.test_roundtrip import sample
 
 SEEDS: list[tuple[Message, int, bytes]] = []

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from epoch_broker.protocol.headers import REQUEST_HEADER, encode_request_header
 from epoch_broker.protocol.messages import APIS
 

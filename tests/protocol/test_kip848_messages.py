@@ -17,11 +17,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import APIS, consumer_group_describe, consumer_group_heartbeat, list_groups
 from epoch_broker.protocol.schema import Message
 from epoch_broker.protocol.versions import VersionRange
-
 from tests.protocol.test_acl_scram_messages import NO_TAGS, assert_round_trip, compact_string, int16, int32
 from tests.protocol.test_conformance import NO_REFERENCE, FieldView, declared_view, reference_view
 from tests.protocol.test_txn_messages import MIRROR, SCHEMA_DIR, git, schema_ref

@@ -1,9 +1,10 @@
 """Kafka primitive types through the plain construct API, against hand-computed bytes."""
 
 import pytest
-from epoch_broker.protocol import primitives as p
 from hypothesis import given
 from hypothesis import strategies as st
+
+from epoch_broker.protocol import primitives as p
 
 
 @pytest.mark.parametrize(

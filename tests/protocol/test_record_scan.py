@@ -12,11 +12,12 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from epoch_broker.protocol import record_scan
 from epoch_broker.protocol.errors import CorruptRecordError, InvalidRecordError
 from epoch_broker.protocol.records import Compression, batch_body, build_batch, parse_header
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def pure_python() -> ModuleType:

@@ -9,6 +9,9 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from epoch_broker.protocol.errors import (
     CorruptRecordError,
     ErrorCode,
@@ -30,8 +33,6 @@ from epoch_broker.protocol.records import (
     stamp_log_append_time,
     validate_batch,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "records"
 RECORDS = [

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from epoch_broker.protocol.messages import APIS, api_versions, fetch, metadata, offset_commit
 from epoch_broker.protocol.schema import Field, Message
 

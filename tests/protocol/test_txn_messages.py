@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import (
     APIS,
@@ -41,7 +42,6 @@ from epoch_broker.protocol.messages import (
 )
 from epoch_broker.protocol.schema import Message
 from epoch_broker.protocol.versions import VersionRange
-
 from tests.protocol.test_acl_scram_messages import (
     NO_TAGS,
     assert_round_trip,

@@ -19,11 +19,11 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.drill import launcher
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import describe_acls
-
 from tests.cluster.support import Cluster, create_topic, start_cluster, wait_for
 
 pytestmark = pytest.mark.slow

@@ -55,8 +55,9 @@ def spark() -> Iterator[Any]:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from epoch_broker.spark import register
     from pyspark.sql import SparkSession
+
+    from epoch_broker.spark import register
 
     session = (SparkSession.builder.master("local[2]").appName("epoch-broker-tests")
                .config("spark.ui.enabled", "false")

@@ -23,8 +23,9 @@ def session(master: str) -> Any:
     import pyspark
 
     os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))  # local-cluster starts executors there
-    from epoch_broker.spark import register
     from pyspark.sql import SparkSession
+
+    from epoch_broker.spark import register
 
     spark = (SparkSession.builder.master(master).appName("epoch-broker-test-job")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")

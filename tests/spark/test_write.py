@@ -14,6 +14,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from kafka.partitioner.default import murmur2 as kafka_python_murmur2
+from pyspark.sql.types import BinaryType, StructField, StructType
+
 from epoch_broker.client.blocking import BlockingKafkaClient
 from epoch_broker.drill.admin import alter_faults
 from epoch_broker.protocol.errors import ErrorCode
@@ -27,9 +30,6 @@ from epoch_broker.spark.sink import (
     parse_sink_options,
     write_all,
 )
-from kafka.partitioner.default import murmur2 as kafka_python_murmur2
-from pyspark.sql.types import BinaryType, StructField, StructType
-
 from tests.helpers import BrokerProcess
 from tests.spark.support import consumed, create
 

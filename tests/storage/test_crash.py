@@ -8,13 +8,13 @@ import os
 import pathlib
 
 import pytest
+
 from epoch_broker.protocol.errors import KafkaStorageError
 from epoch_broker.protocol.records import build_batch
 from epoch_broker.storage.fs import FaultyFileSystem, SimulatedCrash
 from epoch_broker.storage.leader_epoch import FILE_NAME, EpochEntry
 from epoch_broker.storage.log import LogConfig, PartitionLog
 from epoch_broker.storage.log_manager import RECOVERY_POINT_FILE, LogManager
-
 from tests.storage.storage_invariants import assert_prefix_of
 
 CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=256)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pathlib
 
 import pytest
+
 from epoch_broker.storage.leader_epoch import (
     FILE_NAME,
     UNDEFINED_EPOCH,

@@ -9,6 +9,7 @@ import socket
 import struct
 
 import pytest
+
 from epoch_broker.protocol.errors import (
     CorruptRecordError,
     OffsetOutOfRange,

@@ -10,6 +10,7 @@ import pathlib
 from typing import NamedTuple
 
 import pytest
+
 from epoch_broker.protocol.records import (
     BatchHeader,
     Compression,

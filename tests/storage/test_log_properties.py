@@ -6,13 +6,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 
-from epoch_broker.protocol.records import build_batch, parse_header
-from epoch_broker.storage.leader_epoch import EpochEntry
-from epoch_broker.storage.log import LogConfig, PartitionLog
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from epoch_broker.protocol.records import build_batch, parse_header
+from epoch_broker.storage.leader_epoch import EpochEntry
+from epoch_broker.storage.log import LogConfig, PartitionLog
 from tests.storage.storage_invariants import batches_of
 
 CONFIG = LogConfig(segment_bytes=600, index_interval_bytes=100)

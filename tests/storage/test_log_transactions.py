@@ -10,6 +10,7 @@ import struct
 
 import crc32c
 import pytest
+
 from epoch_broker.protocol.errors import ErrorCode, InvalidRecordError, KafkaStorageError
 from epoch_broker.protocol.records import EndTxnMarker, build_batch, build_end_txn_marker
 from epoch_broker.storage.fs import FaultyFileSystem
