@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from epoch_broker.broker.controller.controller import Controller, NewTopic, PartitionChangeResult, TopicResult
+from epoch_broker.broker.controller.controller import Controller
+from epoch_broker.broker.controller.replication_control import NewTopic, PartitionChangeResult, TopicResult
 from epoch_broker.broker.security.acl import AclBinding, AclBindingFilter
 from epoch_broker.broker.security.wire import scram_changes
 from epoch_broker.protocol.errors import ErrorCode

@@ -33,7 +33,7 @@ from typing import Any
 
 from epoch_broker.broker.config import DYNAMIC_TOPIC_CONFIG, BrokerConfig
 from epoch_broker.broker.controller.channel import OnRecords, Reassignment
-from epoch_broker.broker.controller.controller import NewTopic, PartitionChangeResult, TopicResult
+from epoch_broker.broker.controller.replication_control import NewTopic, PartitionChangeResult, TopicResult
 from epoch_broker.broker.faults import CONTROLLER_PEER, NETWORK_PARTITION, BrokerFaults
 from epoch_broker.broker.metadata import metadata_log
 from epoch_broker.broker.metadata.image import MetadataCache
