@@ -37,11 +37,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from kazoo.exceptions import ConnectionLoss, KazooException
+
 from epoch_broker.broker import events
 from epoch_broker.broker.controller.controller import Controller
 from epoch_broker.broker.controller.store import NotController
 from epoch_broker.broker.controller.store.zookeeper import ZooKeeperMetadataStore
-from kazoo.exceptions import ConnectionLoss, KazooException
 
 log = logging.getLogger(__name__)
 

@@ -26,6 +26,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, NoNodeError
+
 from epoch_broker.broker.metadata.image import MetadataCache, PartitionState, TopicState
 from epoch_broker.broker.metadata.records import (
     BrokerFenceRecord,
@@ -37,8 +40,6 @@ from epoch_broker.broker.metadata.records import (
     TopicRecord,
     UnregisterBrokerRecord,
 )
-from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoNodeError
 
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"

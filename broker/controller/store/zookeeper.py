@@ -46,12 +46,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from epoch_broker.broker.config import BrokerConfig, StartupError
-from epoch_broker.broker.controller.store import NotController
-from epoch_broker.broker.controller.store.kafka_znodes import KafkaZnodes, Op
-from epoch_broker.broker.metadata.image import MetadataCache
-from epoch_broker.broker.metadata.records import from_json, to_json
-from epoch_broker.broker.metadata.stored_log import CorruptMetadataLog
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
     BadVersionError,
@@ -62,6 +56,13 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+
+from epoch_broker.broker.config import BrokerConfig, StartupError
+from epoch_broker.broker.controller.store import NotController
+from epoch_broker.broker.controller.store.kafka_znodes import KafkaZnodes, Op
+from epoch_broker.broker.metadata.image import MetadataCache
+from epoch_broker.broker.metadata.records import from_json, to_json
+from epoch_broker.broker.metadata.stored_log import CorruptMetadataLog
 
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
