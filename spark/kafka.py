@@ -8,9 +8,12 @@ Rules:
   failure or a guess on a leader change. One attempt is bounded by the request timeout (a socket that does not
   answer is dropped and the call tried again); a call with its retries by a longer deadline, as the Java
   clients' request.timeout.ms sits under default.api.timeout.ms (consumers) or delivery.timeout.ms (producers).
-- Consumers read up to the high watermark: "latest" is the high watermark (ListOffsets as a consumer).
-- Records come from batches as stored: control batches are skipped, every codec the broker accepts is decoded,
-  and each record carries the leader epoch of its batch.
+- Consumers read up to the high watermark, or under read_committed (`isolation_level`, of every Fetch and
+  ListOffsets) up to the last stable offset: "latest" is that bound (ListOffsets as a consumer).
+- Records come from batches as stored, every codec the broker accepts decoded, each record with the leader epoch
+  of its batch; client/completed_fetch.py says which batches a consumer returns: never control batches (markers),
+  and under read_committed not those of aborted transactions (the Fetch answer's aborted list). A read moves
+  past every batch, returned or not, and still knows the epoch of each (the end check of a range, positions).
 - Requests about many partitions (offsets, epochs) go as one request per leader, not one per partition: a
   streaming query asks them every micro-batch.
 - A position is an offset and the leader epoch of the record before it (-1 when unknown), as a Kafka consumer
@@ -30,9 +33,10 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from epoch_broker.client.blocking import BlockingKafkaClient, ConnectionClosed
+from epoch_broker.client.completed_fetch import READ_UNCOMMITTED, fetched_batches
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import fetch, list_offsets, metadata, offset_for_leader_epoch
-from epoch_broker.protocol.records import Record, iter_batches, iter_records
+from epoch_broker.protocol.records import Record, iter_records
 
 T = TypeVar("T")
 TopicPartition = tuple[str, int]
@@ -78,13 +82,25 @@ class StoredRecord:
     timestamp_type: int
 
 
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """What one Fetch answer gave a read of [start, end): its records in that range a consumer returns, and the
+    leader epoch of the batch holding offset end - 1 when this answer held it (None otherwise), returned or not:
+    under read_committed a range often ends on a transaction marker."""
+
+    records: list[StoredRecord]
+    end_epoch: int | None = None
+
+
 class Cluster:
     """The cluster as one client sees it: metadata from any bootstrap broker, requests to partition leaders."""
 
-    def __init__(self, bootstrap: str, timeout_s: float, deadline_s: float) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, deadline_s: float,
+                 isolation_level: int = READ_UNCOMMITTED) -> None:
         self.bootstrap = [address.strip() for address in bootstrap.split(",") if address.strip()]
         self.timeout_s = timeout_s  # one attempt (kafka.request.timeout.ms: the socket's timeout)
         self.deadline_s = deadline_s  # all attempts of one call, retries included
+        self.isolation_level = isolation_level  # of every Fetch and ListOffsets
         self.partitions: dict[str, dict[int, Leader]] = {}
         self._clients: dict[tuple[str, int], BlockingKafkaClient] = {}
 
@@ -177,11 +193,12 @@ class Cluster:
         return self.with_leaders([(topic, partition)], one)[(topic, partition)]
 
     def list_offsets(self, wanted: list[TopicPartition], timestamp: int) -> dict[TopicPartition, tuple[int, int]]:
-        """(offset, leader epoch) of each partition for EARLIEST, LATEST (the high watermark) or a timestamp (-1
-        when no record is that recent)."""
+        """(offset, leader epoch) of each partition for EARLIEST, LATEST (the high watermark, or under
+        read_committed the last stable offset) or a timestamp (-1 when no record is that recent, or none below
+        that bound)."""
         def ask(client: BlockingKafkaClient, share: dict[TopicPartition, Leader]
                 ) -> dict[TopicPartition, tuple[int, int]]:
-            request = list_offsets.REQUEST.cls(replica_id=-1, isolation_level=0, topics=[
+            request = list_offsets.REQUEST.cls(replica_id=-1, isolation_level=self.isolation_level, topics=[
                 list_offsets.REQUEST.ListOffsetsTopic(name=topic, partitions=[
                     list_offsets.REQUEST.ListOffsetsPartition(partition_index=p, timestamp=timestamp,
                                                               current_leader_epoch=share[(topic, p)].leader_epoch)
@@ -254,35 +271,39 @@ class Cluster:
         return found
 
     def read(self, topic: str, partition: int, start: int, end: int, max_bytes: int, fail_on_data_loss: bool,
-             last_epoch: int = -1) -> Iterator[list[StoredRecord]]:
-        """The records of [start, end), one list per fetch answer; `last_epoch` is the leader epoch of the record
-        before `start` when known (the leader checks it: DivergedError if its log no longer agrees)."""
+             last_epoch: int = -1) -> Iterator[Fetched]:
+        """The records of [start, end), per fetch answer that holds some or holds offset end - 1; `last_epoch`
+        is the leader epoch of the record before `start` when known (the leader checks it: DivergedError if its
+        log no longer agrees)."""
         offset = start
         while offset < end:
             def fetch_at(client: BlockingKafkaClient, leader: Leader, at: int = offset,
-                         epoch: int = last_epoch) -> tuple[list[StoredRecord], int, int]:
-                return self._fetch(client, leader, topic, partition, at, epoch, max_bytes, fail_on_data_loss)
+                         epoch: int = last_epoch) -> tuple[Fetched, int, int]:
+                return self._fetch(client, leader, topic, partition, at, start, end, epoch, max_bytes,
+                                   fail_on_data_loss)
 
-            chunk, next_offset, last_epoch = self.with_leader(topic, partition, fetch_at)
+            fetched, next_offset, last_epoch = self.with_leader(topic, partition, fetch_at)
             if next_offset <= offset:
-                raise KafkaClientError(f"{topic}-{partition}: no records at offset {offset} although the high "
-                                     f"watermark is at least {end}")
-            records = [r for r in chunk if start <= r.record.offset < end]
-            del chunk  # one fetch decoded at a time: nothing of this one stays while the next is decoded
+                bound = "high watermark" if self.isolation_level == READ_UNCOMMITTED else "last stable offset"
+                raise KafkaClientError(f"{topic}-{partition}: no records at offset {offset} although the {bound} "
+                                       f"is at least {end}")
             offset = next_offset
-            if records:
-                yield records
-            del records
+            if fetched.records or fetched.end_epoch is not None:
+                yield fetched
+            del fetched  # one fetch decoded at a time: nothing of this one stays while the next is decoded
 
     def _fetch(self, client: BlockingKafkaClient, leader: Leader, topic: str, partition: int, offset: int,
-               last_epoch: int, max_bytes: int, fail_on_data_loss: bool) -> tuple[list[StoredRecord], int, int]:
-        """One Fetch: (records, the offset after the last batch, the leader epoch of that batch)."""
+               start: int, end: int, last_epoch: int, max_bytes: int, fail_on_data_loss: bool
+               ) -> tuple[Fetched, int, int]:
+        """One Fetch at `offset` for a read of [start, end): (what it gave, the offset after its last batch, the
+        leader epoch of that batch)."""
+        wanted = fetch.REQUEST.FetchPartition(partition=partition, current_leader_epoch=leader.leader_epoch,
+                                              fetch_offset=offset, last_fetched_epoch=last_epoch,
+                                              partition_max_bytes=max_bytes)
         request = fetch.REQUEST.cls(
-            replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=max_bytes, isolation_level=0, session_id=0,
-            session_epoch=-1, forgotten_topics_data=[], topics=[fetch.REQUEST.FetchTopic(topic=topic, partitions=[
-                fetch.REQUEST.FetchPartition(partition=partition, current_leader_epoch=leader.leader_epoch,
-                                             fetch_offset=offset, last_fetched_epoch=last_epoch,
-                                             partition_max_bytes=max_bytes)])])
+            replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=max_bytes, isolation_level=self.isolation_level,
+            session_id=0, session_epoch=-1, forgotten_topics_data=[],
+            topics=[fetch.REQUEST.FetchTopic(topic=topic, partitions=[wanted])])
         answer = client.request(fetch.API, FETCH_VERSION, request).responses[0].partitions[0]
         error = ErrorCode(answer.error_code)
         if error in RETRIABLE:
@@ -292,22 +313,32 @@ class Cluster:
                 raise KafkaClientError(f"{topic}-{partition}: offset {offset} is out of range (log start "
                                      f"{answer.log_start_offset}); records were deleted or truncated "
                                      "(failOnDataLoss=false skips to the log start)")
-            return [], answer.log_start_offset, -1
+            return Fetched([]), answer.log_start_offset, -1
         if error != ErrorCode.NONE:
             raise KafkaClientError(f"Fetch {topic}-{partition} at {offset}: {error.name}")
         diverging = answer.diverging_epoch
         if diverging is not None and diverging.epoch >= 0:
             raise DivergedError(topic, partition, offset, last_epoch, diverging.end_offset)
-        data = bytes(answer.records or b"")
-        records: list[StoredRecord] = []
-        next_offset = offset
-        for position, header in iter_batches(data):
-            next_offset, last_epoch = header.next_offset, header.partition_leader_epoch
-            if header.is_control:
-                continue
+        aborted = [(txn.producer_id, txn.first_offset) for txn in answer.aborted_transactions or ()]
+        return fetched_range(bytes(answer.records or b""), self.isolation_level, aborted, start, end, offset,
+                             last_epoch)
+
+
+def fetched_range(data: bytes, isolation_level: int, aborted: list[tuple[int, int]], start: int, end: int,
+                  offset: int, last_epoch: int) -> tuple[Fetched, int, int]:
+    """A Fetch answer at `offset` (its records and aborted list) as a read of [start, end) takes it: (what it
+    gave, the offset after its last batch, the leader epoch of that batch; `offset` and `last_epoch` when it
+    held none)."""
+    records: list[StoredRecord] = []
+    next_offset, end_epoch = offset, None
+    for position, header, visible in fetched_batches(data, isolation_level, aborted):
+        next_offset, last_epoch = header.next_offset, header.partition_leader_epoch
+        if header.base_offset < end <= header.next_offset:
+            end_epoch = header.partition_leader_epoch
+        if visible and header.next_offset > start and header.base_offset < end:
             records += [StoredRecord(record, header.partition_leader_epoch, header.timestamp_type)
-                        for record in iter_records(data, position, header)]
-        return records, next_offset, last_epoch
+                        for record in iter_records(data, position, header) if start <= record.offset < end]
+    return Fetched(records, end_epoch), next_offset, last_epoch
 
 
 def _accepted(what: str, answers: Iterable[tuple[str, int, int, T]]) -> dict[TopicPartition, T]:

@@ -13,6 +13,8 @@ Rules:
   says: `error` (the default) or `latest`.
 - A task fetches at most `kafka.max.partition.fetch.bytes` (1 MiB, the Java consumer's default) and decodes
   one fetch at a time: a worker's memory does not grow with the partition (50 MiB fetches made it).
+- `kafka.isolation.level`: `read_uncommitted` (the default, as the connector's) or `read_committed` (reads end
+  at the last stable offset and skip aborted transactions and markers, as a Kafka consumer's).
 - `maxOffsetsPerTrigger` caps a micro-batch (shared between partitions in proportion to what each has waiting);
   `minPartitions` splits the largest ranges until there are at least that many Spark tasks.
 - Option names are case-insensitive (Spark hands them over that way). A bad option raises OptionError with one
@@ -26,7 +28,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from epoch_broker.client.completed_fetch import READ_COMMITTED, READ_UNCOMMITTED
+
 EARLIEST, LATEST = -2, -1
+ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 
 
 class OptionError(ValueError):
@@ -60,6 +65,7 @@ class SourceOptions:
     max_partition_fetch_bytes: int = 1 << 20  # the Java consumer's default: a task holds about this much at once
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
+    isolation_level: int = READ_UNCOMMITTED  # of every Fetch and ListOffsets: READ_COMMITTED bounds by the LSO
 
     def wants(self, topic: str) -> bool:
         """Whether a topic of the cluster is read (subscribe or subscribePattern)."""
@@ -113,6 +119,10 @@ def parse_source_options(raw: Mapping[str, str]) -> SourceOptions:
     strategy = options.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise OptionError(f"option startingOffsetsByTimestampStrategy must be error or latest, not {strategy!r}")
+    isolation = options.get("kafka.isolation.level", "read_uncommitted")
+    if isolation.strip().lower() not in ISOLATION_LEVELS:
+        raise OptionError("option kafka.isolation.level must be read_uncommitted or read_committed, "
+                          f"not {isolation!r}")
     return SourceOptions(
         bootstrap=bootstrap, subscribe=subscribe, subscribe_pattern=pattern, assign=assign, starting=starting,
         ending=ending, starting_timestamps=starting_timestamps, latest_when_no_timestamp=strategy == "latest",
@@ -126,7 +136,8 @@ def parse_source_options(raw: Mapping[str, str]) -> SourceOptions:
         max_partition_fetch_bytes=_positive("kafka.max.partition.fetch.bytes",
                                             options.get("kafka.max.partition.fetch.bytes", str(1 << 20))),
         max_offsets_per_trigger=_optional_positive("maxOffsetsPerTrigger", options.get("maxoffsetspertrigger")),
-        min_partitions=_optional_positive("minPartitions", options.get("minpartitions")))
+        min_partitions=_optional_positive("minPartitions", options.get("minpartitions")),
+        isolation_level=ISOLATION_LEVELS[isolation.strip().lower()])
 
 
 def _json(name: str, text: str) -> object:

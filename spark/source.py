@@ -7,12 +7,15 @@ batch (KIP-101), which no other connector gives.
 Rules:
 - Planning happens on the driver: the options are checked (one line naming a bad one, before any task runs),
   the topics' partitions found, and each partition's [start, end) resolved with ListOffsets ("latest" is the
-  high watermark). One Spark task per partition range; everything a task needs is in its InputPartition.
+  high watermark; under kafka.isolation.level=read_committed the last stable offset: a batch read over a
+  partition with an open transaction ends where that transaction begins, it does not wait for it). One Spark
+  task per partition range; everything a task needs is in its InputPartition.
 - A task opens its own connection (readers are pickled to executor processes), fetches its range from the
   leader and yields Arrow record batches, one per fetch answer: a partition is never held in memory whole.
 - A task checks the epochs at both ends of its range when they are known: the leader checks the epoch of the
-  record before its start (DivergingEpoch), and the task checks that the record before its end is in the epoch
-  the driver planned with. A log truncated between planning and reading is caught, never read past silently.
+  record before its start (DivergingEpoch), and the task checks that the batch holding the offset before its
+  end (a record, or under read_committed often a transaction marker) is in the epoch the driver planned with.
+  A log truncated between planning and reading is caught, never read past silently.
 - `minPartitions` splits the largest ranges (halving the largest piece each time) until there are enough tasks.
   Streaming reads (stream.py) plan their micro-batches into the same ranges and read them with the same task.
 """
@@ -54,7 +57,7 @@ def schema_ddl(include_headers: bool) -> str:
 @dataclass(frozen=True)
 class RangePartition(InputPartition):
     """One task: a topic partition's [start, end), the leader epochs of the records before each end (-1 when
-    unknown), and how to reach the cluster."""
+    unknown), and how to reach and read the cluster."""
 
     bootstrap: str
     topic: str
@@ -68,6 +71,7 @@ class RangePartition(InputPartition):
     timeout_s: float
     deadline_s: float
     max_bytes: int
+    isolation_level: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,13 +139,15 @@ def tasks(options: SourceOptions, ranges: list[Range]) -> list[InputPartition]:
     pieces = split_ranges([r for r in ranges if r.end > r.start], options.min_partitions or 0)
     return [RangePartition(options.bootstrap, r.topic, r.partition, r.start, r.end, r.start_epoch, r.end_epoch,
                            options.include_headers, options.fail_on_data_loss, options.request_timeout_s,
-                           options.api_timeout_s, min(options.fetch_max_bytes, options.max_partition_fetch_bytes))
+                           options.api_timeout_s, min(options.fetch_max_bytes, options.max_partition_fetch_bytes),
+                           options.isolation_level)
             for r in pieces] or [
-        RangePartition(options.bootstrap, "", -1, 0, 0, -1, -1, options.include_headers, True, 1.0, 1.0, 0)]
+        RangePartition(options.bootstrap, "", -1, 0, 0, -1, -1, options.include_headers, True, 1.0, 1.0, 0,
+                       options.isolation_level)]
 
 
 def cluster_of(options: SourceOptions) -> Cluster:
-    return Cluster(options.bootstrap, options.request_timeout_s, options.api_timeout_s)
+    return Cluster(options.bootstrap, options.request_timeout_s, options.api_timeout_s, options.isolation_level)
 
 
 def split_ranges(ranges: list[Range], min_partitions: int) -> list[Range]:
@@ -163,15 +169,18 @@ def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     assert isinstance(partition, RangePartition)
     if partition.end <= partition.start:
         return
-    last: StoredRecord | None = None
-    with Cluster(partition.bootstrap, partition.timeout_s, partition.deadline_s) as cluster:
+    end_epoch: int | None = None  # of the batch holding offset end - 1, once read
+    with Cluster(partition.bootstrap, partition.timeout_s, partition.deadline_s, partition.isolation_level) as cluster:
         cluster.refresh()
         try:
-            for records in cluster.read(partition.topic, partition.partition, partition.start, partition.end,
+            for fetched in cluster.read(partition.topic, partition.partition, partition.start, partition.end,
                                         partition.max_bytes, partition.fail_on_data_loss, partition.start_epoch):
-                last = records[-1]
-                batch = to_arrow(partition.topic, partition.partition, records, partition.include_headers)
-                del records  # not alive while the next fetch is decoded
+                if fetched.end_epoch is not None:
+                    end_epoch = fetched.end_epoch
+                if not fetched.records:
+                    continue  # only skipped records or markers
+                batch = to_arrow(partition.topic, partition.partition, fetched.records, partition.include_headers)
+                del fetched  # not alive while the next fetch is decoded
                 yield batch
         except DivergedError as exc:
             if partition.fail_on_data_loss:
@@ -179,10 +188,9 @@ def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
                                      "(failOnDataLoss=false reads on)") from exc
             log.warning("%s; the next micro-batch resumes there (failOnDataLoss=false)", exc)
             return
-    if (last is not None and last.record.offset == partition.end - 1 and partition.end_epoch >= 0
-            and last.leader_epoch != partition.end_epoch):
-        message = (f"{partition.topic}-{partition.partition}: offset {last.record.offset} was planned in leader "
-                   f"epoch {partition.end_epoch} but holds a record of epoch {last.leader_epoch}: the log was "
+    if end_epoch is not None and partition.end_epoch >= 0 and end_epoch != partition.end_epoch:
+        message = (f"{partition.topic}-{partition.partition}: offset {partition.end - 1} was planned in leader "
+                   f"epoch {partition.end_epoch} but is in a batch of epoch {end_epoch}: the log was "
                    "truncated and rewritten while the query read it")
         if partition.fail_on_data_loss:
             raise KafkaClientError(message)

@@ -14,10 +14,12 @@ Rules:
 - Data loss with failOnDataLoss=true fails the query with one message naming the topic, partition, stored offset
   and epoch, and the divergence point; with false it logs a warning with the same facts and resumes at the
   divergence point (or the log start).
-- A micro-batch's end is each partition's high watermark, capped by `maxOffsetsPerTrigger` (shared in proportion
-  to what each partition has waiting, as the connector does) and, under Trigger.AvailableNow, by the high
-  watermarks seen when the query started. Its epochs are found from the leader's epoch history
-  (Cluster.epochs_before): from the validation's answer alone while the position's epoch is still the latest.
+- A micro-batch's end is each partition's high watermark (under read_committed its last stable offset: an open
+  transaction holds the partition's batches back until it ends; its aborted records and markers take offsets
+  but give no rows), capped by `maxOffsetsPerTrigger` (shared in proportion to what each partition has
+  waiting, as the connector does) and, under Trigger.AvailableNow, by the ends seen when the query started.
+  Its epochs are found from the leader's epoch history (Cluster.epochs_before): from the validation's answer
+  alone while the position's epoch is still the latest.
 - Partitions that appear (new topics matching subscribePattern, added partitions) are read from their log start;
   partitions of a deleted topic are data loss.
 - The reader keeps one connection set on the driver between micro-batches and never pickles it; tasks read with
