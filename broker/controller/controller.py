@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from epoch_broker.broker import events
 from epoch_broker.broker.config import BrokerConfig
 from epoch_broker.broker.controller.acl_control import AclControlManager
-from epoch_broker.broker.controller.cluster_control import ClusterControlManager, HeartbeatResult, RegistrationRefused
+from epoch_broker.broker.controller.cluster_control import ClusterControlManager, HeartbeatResult
 from epoch_broker.broker.controller.config_control import ConfigurationControlManager
 from epoch_broker.broker.controller.controller_result import ControllerResult, ControllerSteps
 from epoch_broker.broker.controller.producer_id_control import ProducerIdControlManager
@@ -45,7 +45,6 @@ from epoch_broker.broker.controller.replication_control import (
     PartitionChangeResult,
     ReplicationControlManager,
     TopicResult,
-    topic_name_error,
 )
 from epoch_broker.broker.controller.scram_control import ScramControlManager
 from epoch_broker.broker.controller.store import MetadataStore
@@ -59,9 +58,6 @@ if TYPE_CHECKING:
 
 # The managers' request and answer types, for the callers (handlers, the channels, the tests) that know the
 # controller only.
-__all__ = ["Controller", "HeartbeatResult", "NewTopic", "PartitionChangeResult", "RegistrationRefused", "TopicResult",
-           "topic_name_error"]
-
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from epoch_broker.broker.config import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, TOPIC_CONFIGS, render_value, topic_config
-from epoch_broker.broker.controller.controller import NewTopic
+from epoch_broker.broker.controller.replication_control import NewTopic
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import authorized_names

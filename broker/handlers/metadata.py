@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from epoch_broker.broker.controller.controller import NewTopic, topic_name_error
+from epoch_broker.broker.controller.replication_control import NewTopic, topic_name_error
 from epoch_broker.broker.metadata.image import TopicState
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType

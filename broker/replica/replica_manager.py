@@ -32,7 +32,7 @@ from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
 from epoch_broker.broker.config.catalogue import CATALOGUE
 from epoch_broker.broker.config.definition import LOG_DEFAULTS
 from epoch_broker.broker.controller.channel import ControllerChannel
-from epoch_broker.broker.controller.controller import NewTopic
+from epoch_broker.broker.controller.replication_control import NewTopic
 from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.metadata.image import MetadataCache, TopicState
 from epoch_broker.broker.metadata.records import RemoveTopicRecord

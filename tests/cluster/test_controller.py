@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from epoch_broker.broker.config import BrokerConfig
-from epoch_broker.broker.controller.controller import Controller, NewTopic, PartitionChangeResult, RegistrationRefused
+from epoch_broker.broker.controller.cluster_control import RegistrationRefused
+from epoch_broker.broker.controller.controller import Controller
+from epoch_broker.broker.controller.replication_control import NewTopic, PartitionChangeResult
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.metadata.image import MetadataCache, PartitionState
 from epoch_broker.broker.metadata.records import BrokerFenceRecord, PartitionChangeRecord, from_json, to_json

@@ -18,7 +18,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from epoch_broker.broker.config import ConfigError, build_config
-from epoch_broker.broker.controller.controller import Controller, NewTopic
+from epoch_broker.broker.controller.controller import Controller
+from epoch_broker.broker.controller.replication_control import NewTopic
 from epoch_broker.broker.controller.store import MetadataStore, NotController
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.controller.store.zookeeper import CONTROLLER, CONTROLLER_EPOCH, ZooKeeperMetadataStore

@@ -20,7 +20,8 @@ import pytest
 from epoch_broker.broker.app import Broker
 from epoch_broker.broker.config import BrokerConfig, Endpoint
 from epoch_broker.broker.controller.channel import EmbeddedChannel, OnRecords
-from epoch_broker.broker.controller.controller import Controller, NewTopic
+from epoch_broker.broker.controller.controller import Controller
+from epoch_broker.broker.controller.replication_control import NewTopic
 from epoch_broker.broker.controller.store.file import FileMetadataStore
 from epoch_broker.broker.replica.partition import Partition
 from epoch_broker.client.aio import KafkaClient

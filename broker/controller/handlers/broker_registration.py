@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from epoch_broker.broker.controller.controller import RegistrationRefused
+from epoch_broker.broker.controller.cluster_control import RegistrationRefused
 from epoch_broker.broker.network.dispatch import CONTROLLER, RequestContext, handles
 from epoch_broker.broker.services import ControllerServices
 from epoch_broker.protocol.errors import ErrorCode
