@@ -5,8 +5,9 @@ Columns: `value` (binary or string, required, may be null), `key` (binary or str
 `partition` (int, nullable), `headers` (array<struct<key string, value binary>>); others are ignored. Strings are
 written UTF-8. Options: `kafka.bootstrap.servers` (required), `topic` (when set, every row goes there, as the
 connector's option overrides the column), `kafka.compression.type`, `kafka.request.timeout.ms` (one attempt),
-`kafka.delivery.timeout.ms` (a batch with its retries), `kafka.batch.size`; unknown options are ignored, as the
-connector does.
+`kafka.delivery.timeout.ms` (a batch with its retries), `kafka.batch.size`; ours: `exactlyOnce` (false),
+`transactionalIdPrefix` ("epoch-spark-"), `commitLogTopic` ("epoch-spark-sink-commits"),
+`kafka.transaction.timeout.ms` (60000); unknown options are ignored, as the connector does.
 
 Rules:
 - Options and columns are checked in the writer's constructor, which runs on the driver: a bad one is one
@@ -23,8 +24,16 @@ Rules:
 - Per partition, batches go in order with one in flight; one Produce request per leader carries the next
   batch of every partition it leads. Memory stays bounded: input Arrow batches are streamed, a batch is closed
   at `kafka.batch.size` bytes, and everything open is sent past BUFFER_BYTES.
-- A failed task is retried by Spark with a new producer id, and records it had written stay: writes are
-  at-least-once, batch and streaming alike, as the connector's are. commit() and abort() have nothing to undo.
+- By default a failed task is retried by Spark with a new producer id, and records it had written stay: writes
+  are at-least-once, batch and streaming alike, as the connector's are. commit() and abort() have nothing to undo.
+- With exactlyOnce=true each task writes its rows and a commit-log record in one Kafka transaction, under a
+  transactional id per (sink, Spark partition), and commits it before it ends (spark/transactions.py): a new
+  attempt fences the old ones and aborts what they left open, and one whose (sink, batch, partition) already
+  committed writes nothing. The sink is a streaming query's id (the same after a restart from its checkpoint)
+  or, for a batch write, drawn once per write. This assumes a deterministic query: the same micro-batch gives
+  the same rows in the same Spark partitions; a rerun whose row count differs from the committed one fails.
+  A read_committed consumer then reads every row once. The driver checks first that the broker gives this
+  client transactions and creates the commit-log topic (compacted) if it is missing.
 """
 
 from __future__ import annotations
@@ -32,24 +41,35 @@ from __future__ import annotations
 import random
 import struct
 import time
+import uuid
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from epoch_broker.client.blocking import BlockingKafkaClient
 from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import init_producer_id, produce
+from epoch_broker.protocol.messages import create_topics, init_producer_id, produce
 from epoch_broker.protocol.records import BATCH_HEADER_SIZE, Compression, build_batch
 from epoch_broker.spark.kafka import BACKOFF_S, RETRIABLE, Cluster, KafkaClientError, Leader, Retry
 from epoch_broker.spark.options import OptionError
 from epoch_broker.spark.source import NAME
+from epoch_broker.spark.transactions import (
+    CoordinatorRefused,
+    Progress,
+    Transaction,
+    commit_log_key,
+    find_coordinator_of,
+    last_committed,
+    transactional_id,
+)
 
-PRODUCE_VERSION, INIT_PRODUCER_ID_VERSION = 9, 4
+PRODUCE_VERSION, INIT_PRODUCER_ID_VERSION, CREATE_TOPICS_VERSION = 9, 4, 5
 ACKS_ALL = -1
 # The producer's retriable errors: the reader's, plus those only a write gets. UNKNOWN_TOPIC_OR_PARTITION is
 # transient on a broker whose metadata has not caught up with a topic just created.
@@ -66,6 +86,7 @@ BUFFER_BYTES = 32 << 20  # the Java producer's buffer.memory
 # header: so that a batch closed at batch.size bytes by this estimate is no bigger.
 RECORD_OVERHEAD, HEADER_OVERHEAD = 36, 10
 SEQUENCE_MODULUS = 1 << 31  # sequences wrap at Int.MaxValue, as Kafka's do
+DEFAULT_TRANSACTIONAL_ID_PREFIX, DEFAULT_COMMIT_LOG_TOPIC = "epoch-spark-", "epoch-spark-sink-commits"
 
 TopicPartition = tuple[str, int]
 Headers = list[tuple[str, bytes | None]]
@@ -79,6 +100,10 @@ class SinkOptions:
     request_timeout_s: float = 30.0
     delivery_timeout_s: float = 120.0
     batch_size: int = 1 << 20
+    exactly_once: bool = False
+    transactional_id_prefix: str = DEFAULT_TRANSACTIONAL_ID_PREFIX
+    commit_log_topic: str = DEFAULT_COMMIT_LOG_TOPIC
+    transaction_timeout_ms: int = 60_000  # the Java producer's transaction.timeout.ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +136,18 @@ def parse_sink_options(raw: Mapping[str, str]) -> SinkOptions:
     codec = options.get("kafka.compression.type", "none").strip().lower()
     if codec not in CODECS:
         raise OptionError(f"option kafka.compression.type must be one of {', '.join(CODECS)}, not {codec!r}")
+    exactly_once = options.get("exactlyonce", "false").strip().lower()
+    if exactly_once not in ("true", "false"):
+        raise OptionError(f"option exactlyOnce must be true or false, not {exactly_once!r}")
+    prefix = options.get("transactionalidprefix", DEFAULT_TRANSACTIONAL_ID_PREFIX)
+    commit_log = options.get("commitlogtopic", DEFAULT_COMMIT_LOG_TOPIC).strip()
+    if not commit_log:
+        raise OptionError("option commitLogTopic must name a topic")
     return SinkOptions(bootstrap, topic.strip() if topic else None, CODECS[codec],
                        _count(options, "kafka.request.timeout.ms", 30000, 1) / 1000,
                        _count(options, "kafka.delivery.timeout.ms", 120000, 1) / 1000,
-                       _count(options, "kafka.batch.size", 1 << 20, 0))
+                       _count(options, "kafka.batch.size", 1 << 20, 0), exactly_once == "true", prefix, commit_log,
+                       _count(options, "kafka.transaction.timeout.ms", 60000, 1))
 
 
 def _count(options: Mapping[str, str], name: str, default: int, least: int) -> int:
@@ -157,28 +190,89 @@ def _checked(options: Mapping[str, str], schema: StructType) -> tuple[SinkOption
 
 
 class BatchWriter(DataSourceArrowWriter):
-    """`df.write.format("kafka-epoch").mode("append")`: each task produces its rows; commit and abort are
-    no-ops. Overwrite is refused, as the connector refuses it: a topic cannot be emptied by a write."""
+    """`df.write.format("kafka-epoch").mode("append")`: each task produces its rows (with exactlyOnce, in one
+    transaction per task under a sink id drawn here, on the driver); commit and abort are no-ops. Overwrite is
+    refused, as the connector refuses it: a topic cannot be emptied by a write."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool = False) -> None:
         if overwrite:
             raise ValueError(f"{NAME}: save mode Overwrite is not allowed (a topic is only appended to); "
                              "use mode append")
         self.options, self.columns = _checked(options, schema)
+        self.sink = uuid.uuid4().hex  # one write: its task attempts share it, a new write gets another
+        if self.options.exactly_once:
+            check_transactions(self.options, self.sink)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCommit:
+        if self.options.exactly_once:
+            return write_exactly_once(self.options, self.columns, iterator, self.sink, 0, _task().partitionId())
         return write_all(self.options, self.columns, iterator)
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
-    """`df.writeStream.format("kafka-epoch")`: each micro-batch's tasks produce as a batch write does
-    (at-least-once: a micro-batch run again after a failure writes its rows again)."""
+    """`df.writeStream.format("kafka-epoch")`: each micro-batch's tasks produce as a batch write does; with
+    exactlyOnce each in a transaction under the query's id (kept across restarts from a checkpoint) and the
+    micro-batch's id, so a micro-batch run again writes only what had not committed."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self.options, self.columns = _checked(options, schema)
+        if self.options.exactly_once:
+            check_transactions(self.options, "query")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCommit:
-        return write_all(self.options, self.columns, iterator)
+        if not self.options.exactly_once:
+            return write_all(self.options, self.columns, iterator)
+        task = _task()
+        # set by Spark's MicroBatchExecution on every job of a micro-batch (StreamExecution.QUERY_ID_KEY and
+        # MicroBatchExecution.BATCH_ID_KEY)
+        query, batch = task.getLocalProperty("sql.streaming.queryId"), task.getLocalProperty("streaming.sql.batchId")
+        if query is None or batch is None:
+            raise KafkaClientError("exactlyOnce: the task does not know its streaming query or micro-batch id")
+        return write_exactly_once(self.options, self.columns, iterator, query, int(batch), task.partitionId())
+
+
+def _task() -> TaskContext:
+    task = TaskContext.get()
+    if task is None:
+        raise KafkaClientError("exactlyOnce: a write outside a Spark task")
+    return task
+
+
+def check_transactions(options: SinkOptions, sink: str) -> None:
+    """On the driver, before any task runs: the broker gives this client transactions (a transaction
+    coordinator answers for the sink's transactional ids) and the commit-log topic exists (created compacted if
+    not). One ValueError saying what is missing otherwise."""
+    probe = transactional_id(options.transactional_id_prefix, sink, 0)
+    with Cluster(options.bootstrap, options.request_timeout_s, options.request_timeout_s) as cluster:
+        deadline = time.monotonic() + options.request_timeout_s
+        while True:
+            try:
+                find_coordinator_of(cluster, probe)
+                break
+            except CoordinatorRefused as exc:
+                raise ValueError(f"{NAME}: exactlyOnce=true needs Kafka transactions, which the broker refuses this "
+                                 f"client: {exc}") from exc
+            except Retry as exc:
+                if time.monotonic() >= deadline:
+                    raise ValueError(f"{NAME}: exactlyOnce=true needs Kafka transactions, and no transaction "
+                                     f"coordinator answered within {options.request_timeout_s:.0f} s ({exc})"
+                                     ) from exc
+                time.sleep(BACKOFF_S)
+        if options.commit_log_topic not in cluster.refresh():
+            _create_commit_log(cluster, options)
+
+
+def _create_commit_log(cluster: Cluster, options: SinkOptions) -> None:
+    host, _, port = cluster.bootstrap[0].rpartition(":")
+    topic = create_topics.REQUEST.CreatableTopic(
+        name=options.commit_log_topic, num_partitions=1, replication_factor=-1, assignments=[],
+        configs=[create_topics.REQUEST.CreatableTopicConfig(name="cleanup.policy", value="compact")])
+    with BlockingKafkaClient(host, int(port), "epoch-broker-spark", options.request_timeout_s) as client:
+        answer = client.request(create_topics.API, CREATE_TOPICS_VERSION, create_topics.REQUEST.cls(
+            topics=[topic], timeout_ms=int(options.request_timeout_s * 1000))).topics[0]
+    if answer.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+        raise ValueError(f"{NAME}: exactlyOnce=true could not create its commit-log topic {options.commit_log_topic}: "
+                         f"{ErrorCode(answer.error_code).name} {answer.error_message or ''}".rstrip())
 
 
 def write_all(options: SinkOptions, columns: Columns, batches: Iterator[pa.RecordBatch]) -> WriteCommit:
@@ -186,12 +280,54 @@ def write_all(options: SinkOptions, columns: Columns, batches: Iterator[pa.Recor
     with Cluster(options.bootstrap, options.request_timeout_s, options.delivery_timeout_s) as cluster:
         cluster.refresh()
         producer = IdempotentProducer(cluster, options)
-        for batch in batches:
-            for topic, partition, key, value, headers in rows_of(batch, columns, options.topic):
-                producer.append(topic, partition, key, value, headers)
-            producer.send(everything=producer.buffered > BUFFER_BYTES)
+        produce_rows(producer, columns, batches)
         producer.send(everything=True)
         return WriteCommit(producer.producer_id, producer.written)
+
+
+def write_exactly_once(options: SinkOptions, columns: Columns, batches: Iterator[pa.RecordBatch], sink: str,
+                       batch_id: int, spark_partition: int) -> WriteCommit:
+    """One task of an exactly-once write: fence the task's earlier attempts, then write nothing if the commit
+    log says (sink, batch, partition) committed, else every row and the commit-log record in one transaction
+    (spark/transactions.py's rules)."""
+    with Cluster(options.bootstrap, options.request_timeout_s, options.delivery_timeout_s) as cluster:
+        cluster.refresh()
+        transaction = Transaction(cluster, transactional_id(options.transactional_id_prefix, sink, spark_partition),
+                                  options.transaction_timeout_ms)
+        try:
+            transaction.init()
+            producer = IdempotentProducer(cluster, options, transaction)
+            key = commit_log_key(sink, spark_partition)
+            log_partition = keyed_partition(key, producer.partition_count(options.commit_log_topic))
+            done = last_committed(cluster, options.commit_log_topic, log_partition, key)
+            if done is not None and done.batch >= batch_id:
+                rows = sum(batch.num_rows for batch in batches)
+                if done.batch == batch_id and done.rows != rows:
+                    raise KafkaClientError(
+                        f"exactlyOnce: batch {batch_id} partition {spark_partition} of sink {sink} committed "
+                        f"{done.rows} rows, and this attempt has {rows}: the query is not deterministic (the same "
+                        "batch must give the same rows in the same Spark partitions)")
+                return WriteCommit(producer.producer_id, {})
+            rows = produce_rows(producer, columns, batches)
+            producer.append(options.commit_log_topic, log_partition, key,
+                            Progress(sink, batch_id, spark_partition, rows).encode(), [])
+            producer.send(everything=True)
+            transaction.commit()
+        finally:
+            transaction.close()
+        written = {tp: count for tp, count in producer.written.items() if tp[0] != options.commit_log_topic}
+        return WriteCommit(producer.producer_id, written)
+
+
+def produce_rows(producer: IdempotentProducer, columns: Columns, batches: Iterator[pa.RecordBatch]) -> int:
+    """Append every row of `batches` to the producer, sending as its buffer fills: the number of rows."""
+    rows = 0
+    for batch in batches:
+        rows += batch.num_rows
+        for topic, partition, key, value, headers in rows_of(batch, columns, producer.options.topic):
+            producer.append(topic, partition, key, value, headers)
+        producer.send(everything=producer.buffered > BUFFER_BYTES)
+    return rows
 
 
 def rows_of(batch: pa.RecordBatch, columns: Columns, topic_option: str | None
@@ -214,6 +350,11 @@ def rows_of(batch: pa.RecordBatch, columns: Columns, topic_option: str | None
 
 def _bytes(data: bytes | str | None) -> bytes | None:
     return data.encode() if isinstance(data, str) else data
+
+
+def keyed_partition(key: bytes, count: int) -> int:
+    """Where the Java client's default partitioner puts a keyed record among `count` partitions."""
+    return (murmur2(key) & 0x7FFFFFFF) % count
 
 
 def murmur2(data: bytes) -> int:
@@ -253,10 +394,12 @@ class IdempotentProducer:
     """One task's producer: records are appended to an open batch per partition, closed batches wait in a
     queue per partition, and `send` drains the queues, one batch per partition in flight."""
 
-    def __init__(self, cluster: Cluster, options: SinkOptions) -> None:
+    def __init__(self, cluster: Cluster, options: SinkOptions, transaction: Transaction | None = None) -> None:
         self.cluster = cluster
         self.options = options
-        self.producer_id = self.producer_epoch = -1
+        self.transaction = transaction  # set: every batch is in its open transaction
+        self.producer_id, self.producer_epoch = (transaction.producer_id, transaction.producer_epoch) if transaction \
+            else (-1, -1)
         self.sequences: dict[TopicPartition, int] = {}
         self.open: dict[TopicPartition, OpenBatch] = {}
         self.closed: dict[TopicPartition, deque[ClosedBatch]] = {}
@@ -266,10 +409,10 @@ class IdempotentProducer:
 
     def append(self, topic: str, partition: int | None, key: bytes | None, value: bytes | None,
                headers: Headers) -> None:
-        count = self._partition_count(topic)
+        count = self.partition_count(topic)
         if partition is None:
             if key is not None:
-                partition = (murmur2(key) & 0x7FFFFFFF) % count
+                partition = keyed_partition(key, count)
             else:
                 partition = self.sticky.setdefault(topic, random.randrange(count))
         elif not 0 <= partition < count:
@@ -291,6 +434,8 @@ class IdempotentProducer:
         if everything:
             for topic, partition in list(self.open):
                 self._close(topic, partition)
+        if self.transaction is not None:
+            self.transaction.add_partitions(list(self.closed))
         while self.closed:
             self._send_heads()
 
@@ -321,7 +466,8 @@ class IdempotentProducer:
             by_topic.setdefault(topic, []).append(produce.REQUEST.PartitionProduceData(
                 index=partition, records=heads[(topic, partition)].data, current_leader_epoch=leader.leader_epoch))
         response = client.request(produce.API, PRODUCE_VERSION, produce.REQUEST.cls(
-            transactional_id=None, acks=ACKS_ALL, timeout_ms=int(self.options.request_timeout_s * 1000),
+            transactional_id=self.transaction.transactional_id if self.transaction else None, acks=ACKS_ALL,
+            timeout_ms=int(self.options.request_timeout_s * 1000),
             topic_data=[produce.REQUEST.TopicProduceData(name=topic, partition_data=data)
                         for topic, data in by_topic.items()]))
         written: dict[TopicPartition, int] = {}
@@ -345,7 +491,8 @@ class IdempotentProducer:
         sequence = self.sequences.get((topic, partition), 0)
         self.sequences[(topic, partition)] = (sequence + len(batch.records)) % SEQUENCE_MODULUS
         data = build_batch(batch.records, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-                           base_sequence=sequence, compression=self.options.compression)
+                           base_sequence=sequence, compression=self.options.compression,
+                           is_transactional=self.transaction is not None)
         self.closed.setdefault((topic, partition), deque()).append(ClosedBatch(data, len(batch.records)))
         self.buffered -= batch.size - BATCH_HEADER_SIZE
         if self.sticky.get(topic) == partition:
@@ -366,7 +513,7 @@ class IdempotentProducer:
 
         self.producer_id, self.producer_epoch = self.cluster.with_leader(topic, partition, ask)
 
-    def _partition_count(self, topic: str) -> int:
+    def partition_count(self, topic: str) -> int:
         """The topic's partition count, waiting up to the request timeout for a topic not in the metadata yet
         (one just created elsewhere)."""
         deadline = time.monotonic() + self.options.request_timeout_s

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.helpers import not_yet, wait_for_sync
@@ -81,3 +81,30 @@ class Collected:
     def snapshot(self) -> list[tuple[str, int, int, bytes]]:
         with self.lock:
             return sorted(self.rows)
+
+
+def read_back(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed"
+              ) -> list[tuple[bytes | None, bytes, int, int]]:
+    """Every record of the topic a consumer at `isolation` returns, read until each partition's end (its last
+    stable offset under read_committed): (key, value, partition, offset), in partition and offset order."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "spark-check", "enable.auto.commit": False,
+                         "isolation.level": isolation, "enable.partition.eof": True})
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        rows: list[tuple[bytes | None, bytes, int, int]] = []
+        at_end: set[int] = set()
+
+        def read() -> object:
+            for message in consumer.consume(1000, timeout=1.0):
+                if message.error() is not None:
+                    assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+                    at_end.add(message.partition())
+                else:
+                    at_end.discard(message.partition())
+                    rows.append((message.key(), message.value(), message.partition(), message.offset()))
+            return len(at_end) == partitions or not_yet(f"{len(rows)} read, at the end of {sorted(at_end)}")
+
+        wait_for_sync(read, 60, interval=0, what=f"{topic} to its end ({isolation})")
+        return sorted(rows, key=lambda r: (r[2], r[3]))
+    finally:
+        consumer.close()
