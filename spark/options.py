@@ -17,6 +17,9 @@ Rules:
   at the last stable offset and skip aborted transactions and markers, as a Kafka consumer's).
 - `maxOffsetsPerTrigger` caps a micro-batch (shared between partitions in proportion to what each has waiting);
   `minPartitions` splits the largest ranges until there are at least that many Spark tasks.
+- `minOffsetsPerTrigger` holds a micro-batch back until that many offsets wait in all, or `maxTriggerDelay` (a
+  Spark time string, `15m` by default: an integer with `us`, `ms`, `s`, `m`/`min`, `h` or `d`, milliseconds
+  without) has passed since the last batch; it may not exceed `maxOffsetsPerTrigger` (the connector's check).
 - Option names are case-insensitive (Spark hands them over that way). A bad option raises OptionError with one
   line naming it, on the driver, before any task runs.
 """
@@ -32,6 +35,10 @@ from epoch_broker.client.completed_fetch import READ_COMMITTED, READ_UNCOMMITTED
 
 EARLIEST, LATEST = -2, -1
 ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
+DEFAULT_MAX_TRIGGER_DELAY = "15m"  # the connector's
+# Spark's time strings (JavaUtils.timeStringAs): the unit's length in microseconds
+TIME_UNITS_US = {"us": 1, "ms": 1000, "s": 1000_000, "m": 60_000_000, "min": 60_000_000, "h": 3600_000_000,
+                 "d": 86400_000_000}
 
 
 class OptionError(ValueError):
@@ -64,6 +71,8 @@ class SourceOptions:
     fetch_max_bytes: int = 50 << 20
     max_partition_fetch_bytes: int = 1 << 20  # the Java consumer's default: a task holds about this much at once
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60_000  # how long minOffsetsPerTrigger may hold a micro-batch back
     min_partitions: int | None = None
     isolation_level: int = READ_UNCOMMITTED  # of every Fetch and ListOffsets: READ_COMMITTED bounds by the LSO
 
@@ -123,6 +132,11 @@ def parse_source_options(raw: Mapping[str, str]) -> SourceOptions:
     if isolation.strip().lower() not in ISOLATION_LEVELS:
         raise OptionError("option kafka.isolation.level must be read_uncommitted or read_committed, "
                           f"not {isolation!r}")
+    max_offsets = _optional_positive("maxOffsetsPerTrigger", options.get("maxoffsetspertrigger"))
+    min_offsets = _optional_positive("minOffsetsPerTrigger", options.get("minoffsetspertrigger"))
+    if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
+        raise OptionError(f"option minOffsetsPerTrigger ({min_offsets}) is higher than maxOffsetsPerTrigger "
+                          f"({max_offsets})")
     return SourceOptions(
         bootstrap=bootstrap, subscribe=subscribe, subscribe_pattern=pattern, assign=assign, starting=starting,
         ending=ending, starting_timestamps=starting_timestamps, latest_when_no_timestamp=strategy == "latest",
@@ -135,7 +149,8 @@ def parse_source_options(raw: Mapping[str, str]) -> SourceOptions:
         fetch_max_bytes=_positive("kafka.fetch.max.bytes", options.get("kafka.fetch.max.bytes", str(50 << 20))),
         max_partition_fetch_bytes=_positive("kafka.max.partition.fetch.bytes",
                                             options.get("kafka.max.partition.fetch.bytes", str(1 << 20))),
-        max_offsets_per_trigger=_optional_positive("maxOffsetsPerTrigger", options.get("maxoffsetspertrigger")),
+        max_offsets_per_trigger=max_offsets, min_offsets_per_trigger=min_offsets,
+        max_trigger_delay_ms=_time_ms("maxTriggerDelay", options.get("maxtriggerdelay", DEFAULT_MAX_TRIGGER_DELAY)),
         min_partitions=_optional_positive("minPartitions", options.get("minpartitions")),
         isolation_level=ISOLATION_LEVELS[isolation.strip().lower()])
 
@@ -165,6 +180,15 @@ def _positive(name: str, value: object) -> int:
 
 def _optional_positive(name: str, value: str | None) -> int | None:
     return None if value is None else _positive(name, value)
+
+
+def _time_ms(name: str, text: str) -> int:
+    """A Spark time string in milliseconds (Utils.timeStringAsMs: `500ms`, `30s`, `15m`; a bare integer is in
+    ms; a finer unit is truncated); a negative one is refused here."""
+    if (match := re.fullmatch(r"([0-9]+)([a-z]+)?", text.strip().lower())) is None or (
+            match[2] is not None and match[2] not in TIME_UNITS_US):
+        raise OptionError(f"option {name} must be a time like 500ms, 30s, 15m, 2h or 1d, not {text!r}")
+    return int(match[1]) * TIME_UNITS_US[match[2] or "ms"] // 1000
 
 
 def _bool(name: str, text: str) -> bool:

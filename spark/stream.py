@@ -20,6 +20,13 @@ Rules:
   waiting, as the connector does) and, under Trigger.AvailableNow, by the ends seen when the query started.
   Its epochs are found from the leader's epoch history (Cluster.epochs_before): from the validation's answer
   alone while the position's epoch is still the latest.
+- `minOffsetsPerTrigger` skips a trigger (latestOffset answers its start: Spark runs no batch) while fewer offsets
+  than that wait in all partitions together, as the connector's delayBatch: offsets, not records (under
+  read_committed, markers and aborted records count), each partition's from where its next batch starts. Once
+  `maxTriggerDelay` has passed since the last trigger let through, the next one runs whatever waits (then capped by
+  `maxOffsetsPerTrigger`). The clock starts at the query's (or the restarted query's) first trigger, which is
+  always let through, and restarts at each trigger let through, even one that found nothing new, as the
+  connector's. Trigger.Once (ReadAllAvailable) and Trigger.AvailableNow read without waiting for the minimum.
 - Partitions that appear (new topics matching subscribePattern, added partitions) are read from their log start;
   partitions of a deleted topic are data loss.
 - The reader keeps one connection set on the driver between micro-batches and never pickles it; tasks read with
@@ -36,7 +43,13 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
 
 from epoch_broker.spark.kafka import BACKOFF_S, Cluster, TopicPartition
 from epoch_broker.spark.options import EARLIEST, LATEST, Position, SourceOptions
@@ -77,6 +90,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._cluster: Cluster | None = None
         self._available_now: dict[TopicPartition, int] | None = None  # Trigger.AvailableNow's high watermarks
+        self._last_trigger: float | None = None  # monotonic time minOffsetsPerTrigger last let a trigger through
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_cluster": None}  # sockets stay on the driver
@@ -93,8 +107,16 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._cluster = None
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        limit = self.options.max_offsets_per_trigger
-        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+        """The connector's limit. PySpark has no CompositeReadLimit (it hands a source back only ReadAllAvailable,
+        ReadMinRows, ReadMaxRows, ReadMaxFiles or ReadMaxBytes) and its ReadMinRows carries no maxTriggerDelay:
+        where the connector answers minRows(min, delay), alone or with maxRows(max), this answers ReadMinRows(min)
+        and latestOffset takes the delay and the max from the options."""
+        options = self.options
+        if options.min_offsets_per_trigger is not None:
+            return ReadMinRows(options.min_offsets_per_trigger)
+        if options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(options.max_offsets_per_trigger)
+        return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
         cluster = self.cluster
@@ -123,13 +145,38 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         high_watermarks = {tp: offset for tp, (offset, _) in cluster.list_offsets(wanted, LATEST).items()}
         froms, known = self._validate(cluster, stored, wanted, log_starts, high_watermarks)
         ends = {tp: max(froms[tp].offset, self._cap(tp, high_watermarks[tp], froms[tp].offset)) for tp in wanted}
-        if isinstance(limit, ReadMaxRows):
-            ends = prorate({tp: froms[tp].offset for tp in wanted}, ends, limit.max_rows)
+        min_rows, max_rows = self._limits(limit)
+        if min_rows is not None and self._delay_batch(min_rows, froms, ends):
+            return start
+        if max_rows is not None:
+            ends = prorate({tp: froms[tp].offset for tp in wanted}, ends, max_rows)
         moved = {tp: end for tp, end in ends.items() if end != froms[tp].offset}
         epochs = cluster.epochs_before(moved, log_starts, known)
         end_positions = {tp: Position(end, epochs[tp]) if tp in moved else froms[tp] for tp, end in ends.items()}
         read_from = {tp: position for tp, position in froms.items() if stored.get(tp) != position}
         return offsets_to_json(end_positions, read_from)
+
+    def _limits(self, limit: ReadLimit) -> tuple[int | None, int | None]:
+        """(the minimum, the maximum) of offsets a micro-batch reads under `limit`. ReadAllAvailable
+        (Trigger.Once) has neither; under Trigger.AvailableNow no minimum, as the query ends at the first trigger
+        with nothing to read (waiting for more would end it with records unread)."""
+        if isinstance(limit, ReadMaxRows):
+            return None, limit.max_rows
+        if isinstance(limit, ReadMinRows):  # stands for the connector's composite (getDefaultReadLimit)
+            return (None if self._available_now is not None else limit.min_rows), self.options.max_offsets_per_trigger
+        return None, None
+
+    def _delay_batch(self, min_rows: int, froms: Offsets, ends: dict[TopicPartition, int]) -> bool:
+        """Whether minOffsetsPerTrigger skips this trigger (the connector's delayBatch; see the module's rules)."""
+        now = time.monotonic()
+        waiting = sum(end - froms[tp].offset for tp, end in ends.items())
+        if (self._last_trigger is not None and now - self._last_trigger < self.options.max_trigger_delay_ms / 1000
+                and waiting < min_rows):
+            log.debug("%s: %d offsets waiting, fewer than minOffsetsPerTrigger %d: skipping this trigger", NAME,
+                      waiting, min_rows)
+            return True
+        self._last_trigger = now
+        return False
 
     def _cap(self, tp: TopicPartition, high_watermark: int, start: int) -> int:
         """Trigger.AvailableNow reads nothing newer than the query's start (not even a partition made since)."""
