@@ -158,8 +158,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _limits(self, limit: ReadLimit) -> tuple[int | None, int | None]:
         """(the minimum, the maximum) of offsets a micro-batch reads under `limit`. ReadAllAvailable
-        (Trigger.Once) has neither; under Trigger.AvailableNow no minimum, as the query ends at the first trigger
-        with nothing to read (waiting for more would end it with records unread)."""
+        (Trigger.Once) has neither. Trigger.AvailableNow has no minimum: its query ends at the first trigger that
+        answers its start, so a skipped trigger would end it with records unread."""
         if isinstance(limit, ReadMaxRows):
             return None, limit.max_rows
         if isinstance(limit, ReadMinRows):  # stands for the connector's composite (getDefaultReadLimit)
