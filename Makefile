@@ -13,8 +13,8 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install interop-deps run cluster image test test-fast test-nightly test-interop bench lint docs clean
 
-# setup.py compiles protocol/record_scan.py: a change to it must rebuild, or the stale build would run
-$(STAMP): pyproject.toml setup.py protocol/record_scan.py protocol/record_scan.pxd
+# setup.py compiles protocol/record_scan.py and record_columns.py: a change must rebuild, or a stale build would run
+$(STAMP): pyproject.toml setup.py protocol/record_scan.py protocol/record_scan.pxd protocol/record_columns.py protocol/record_columns.pxd
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,bench,spark,drill]'
@@ -68,4 +68,4 @@ docs: install
 	$(PY) tools/generate_docs.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info tests/interop/js/node_modules protocol/*.so protocol/record_scan.c
+	rm -rf $(VENV) build *.egg-info tests/interop/js/node_modules protocol/*.so protocol/record_scan.c protocol/record_columns.c
