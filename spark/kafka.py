@@ -14,6 +14,11 @@ Rules:
   of its batch; client/completed_fetch.py says which batches a consumer returns: never control batches (markers),
   and under read_committed not those of aborted transactions (the Fetch answer's aborted list). A read moves
   past every batch, returned or not, and still knows the epoch of each (the end check of a range, positions).
+- The records a read returns of one Fetch answer are decoded at once into columns (protocol/record_columns.py,
+  compiled where the install could compile it): no object per record. Every record of a returned batch is
+  checked as a consumer parses it; a malformed one is CorruptRecordError. CRCs are not checked, as they were not
+  before this decoder (Kafka's consumer checks them, check.crcs=true): the leader checked each batch's CRC when
+  it appended it (storage/log.py).
 - Requests about many partitions (offsets, epochs) go as one request per leader, not one per partition: a
   streaming query asks them every micro-batch.
 - A position is an offset and the leader epoch of the record before it (-1 when unknown), as a Kafka consumer
@@ -36,7 +41,9 @@ from epoch_broker.client.blocking import BlockingKafkaClient, ConnectionClosed
 from epoch_broker.client.completed_fetch import READ_UNCOMMITTED, fetched_batches
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import fetch, list_offsets, metadata, offset_for_leader_epoch
-from epoch_broker.protocol.records import Record, iter_records
+from epoch_broker.protocol.record_columns import RecordColumns, decode_columns
+from epoch_broker.protocol.record_scan import Buffer
+from epoch_broker.protocol.records import BatchHeader, batch_body
 
 T = TypeVar("T")
 TopicPartition = tuple[str, int]
@@ -74,21 +81,12 @@ class Leader:
 
 
 @dataclass(frozen=True, slots=True)
-class StoredRecord:
-    """One record as the source yields it."""
-
-    record: Record
-    leader_epoch: int
-    timestamp_type: int
-
-
-@dataclass(frozen=True, slots=True)
 class Fetched:
-    """What one Fetch answer gave a read of [start, end): its records in that range a consumer returns, and the
-    leader epoch of the batch holding offset end - 1 when this answer held it (None otherwise), returned or not:
-    under read_committed a range often ends on a transaction marker."""
+    """What one Fetch answer gave a read of [start, end): its records in that range a consumer returns, as columns
+    (None when there are none), and the leader epoch of the batch holding offset end - 1 when this answer held it
+    (None otherwise), returned or not: under read_committed a range often ends on a transaction marker."""
 
-    records: list[StoredRecord]
+    rows: RecordColumns | None
     end_epoch: int | None = None
 
 
@@ -271,16 +269,16 @@ class Cluster:
         return found
 
     def read(self, topic: str, partition: int, start: int, end: int, max_bytes: int, fail_on_data_loss: bool,
-             last_epoch: int = -1) -> Iterator[Fetched]:
-        """The records of [start, end), per fetch answer that holds some or holds offset end - 1; `last_epoch`
-        is the leader epoch of the record before `start` when known (the leader checks it: DivergedError if its
-        log no longer agrees)."""
+             last_epoch: int = -1, with_headers: bool = False) -> Iterator[Fetched]:
+        """The records of [start, end) (their headers too `with_headers`), per fetch answer that holds some or
+        holds offset end - 1; `last_epoch` is the leader epoch of the record before `start` when known (the
+        leader checks it: DivergedError if its log no longer agrees)."""
         offset = start
         while offset < end:
             def fetch_at(client: BlockingKafkaClient, leader: Leader, at: int = offset,
                          epoch: int = last_epoch) -> tuple[Fetched, int, int]:
                 return self._fetch(client, leader, topic, partition, at, start, end, epoch, max_bytes,
-                                   fail_on_data_loss)
+                                   fail_on_data_loss, with_headers)
 
             fetched, next_offset, last_epoch = self.with_leader(topic, partition, fetch_at)
             if next_offset <= offset:
@@ -288,13 +286,13 @@ class Cluster:
                 raise KafkaClientError(f"{topic}-{partition}: no records at offset {offset} although the {bound} "
                                        f"is at least {end}")
             offset = next_offset
-            if fetched.records or fetched.end_epoch is not None:
+            if fetched.rows is not None or fetched.end_epoch is not None:
                 yield fetched
             del fetched  # one fetch decoded at a time: nothing of this one stays while the next is decoded
 
     def _fetch(self, client: BlockingKafkaClient, leader: Leader, topic: str, partition: int, offset: int,
-               start: int, end: int, last_epoch: int, max_bytes: int, fail_on_data_loss: bool
-               ) -> tuple[Fetched, int, int]:
+               start: int, end: int, last_epoch: int, max_bytes: int, fail_on_data_loss: bool,
+               with_headers: bool) -> tuple[Fetched, int, int]:
         """One Fetch at `offset` for a read of [start, end): (what it gave, the offset after its last batch, the
         leader epoch of that batch)."""
         wanted = fetch.REQUEST.FetchPartition(partition=partition, current_leader_epoch=leader.leader_epoch,
@@ -313,7 +311,7 @@ class Cluster:
                 raise KafkaClientError(f"{topic}-{partition}: offset {offset} is out of range (log start "
                                      f"{answer.log_start_offset}); records were deleted or truncated "
                                      "(failOnDataLoss=false skips to the log start)")
-            return Fetched([]), answer.log_start_offset, -1
+            return Fetched(None), answer.log_start_offset, -1
         if error != ErrorCode.NONE:
             raise KafkaClientError(f"Fetch {topic}-{partition} at {offset}: {error.name}")
         diverging = answer.diverging_epoch
@@ -321,24 +319,24 @@ class Cluster:
             raise DivergedError(topic, partition, offset, last_epoch, diverging.end_offset)
         aborted = [(txn.producer_id, txn.first_offset) for txn in answer.aborted_transactions or ()]
         return fetched_range(bytes(answer.records or b""), self.isolation_level, aborted, start, end, offset,
-                             last_epoch)
+                             last_epoch, with_headers)
 
 
 def fetched_range(data: bytes, isolation_level: int, aborted: list[tuple[int, int]], start: int, end: int,
-                  offset: int, last_epoch: int) -> tuple[Fetched, int, int]:
+                  offset: int, last_epoch: int, with_headers: bool = False) -> tuple[Fetched, int, int]:
     """A Fetch answer at `offset` (its records and aborted list) as a read of [start, end) takes it: (what it
     gave, the offset after its last batch, the leader epoch of that batch; `offset` and `last_epoch` when it
     held none)."""
-    records: list[StoredRecord] = []
+    returned: list[tuple[Buffer, BatchHeader]] = []  # the bodies of the batches a consumer returns, in range
     next_offset, end_epoch = offset, None
     for position, header, visible in fetched_batches(data, isolation_level, aborted):
         next_offset, last_epoch = header.next_offset, header.partition_leader_epoch
         if header.base_offset < end <= header.next_offset:
             end_epoch = header.partition_leader_epoch
         if visible and header.next_offset > start and header.base_offset < end:
-            records += [StoredRecord(record, header.partition_leader_epoch, header.timestamp_type)
-                        for record in iter_records(data, position, header) if start <= record.offset < end]
-    return Fetched(records, end_epoch), next_offset, last_epoch
+            returned.append((batch_body(data, position, header), header))
+    rows = decode_columns(returned, start, end, with_headers) if returned else None
+    return Fetched(rows if rows is not None and rows.rows else None, end_epoch), next_offset, last_epoch
 
 
 def _accepted(what: str, answers: Iterable[tuple[str, int, int, T]]) -> dict[TopicPartition, T]:

@@ -11,7 +11,9 @@ Rules:
   partition with an open transaction ends where that transaction begins, it does not wait for it). One Spark
   task per partition range; everything a task needs is in its InputPartition.
 - A task opens its own connection (readers are pickled to executor processes), fetches its range from the
-  leader and yields Arrow record batches, one per fetch answer: a partition is never held in memory whole.
+  leader and yields Arrow record batches, one per fetch answer: a partition is never held in memory whole. A
+  batch's columns are the decoder's buffers (kafka.py, protocol/record_columns.py) wrapped as Arrow arrays
+  without a copy, and topic and partition repeated: no Python object per row (but for headers, when asked).
 - A task checks the epochs at both ends of its range when they are known: the leader checks the epoch of the
   record before its start (DivergingEpoch), and the task checks that the batch holding the offset before its
   end (a record, or under read_committed often a transaction marker) is in the epoch the driver planned with.
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -38,7 +41,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from epoch_broker.spark.kafka import Cluster, DivergedError, KafkaClientError, StoredRecord, TopicPartition
+from epoch_broker.protocol.record_columns import RecordColumns
+from epoch_broker.spark.kafka import Cluster, DivergedError, KafkaClientError, TopicPartition
 from epoch_broker.spark.options import EARLIEST, LATEST, OptionError, Position, SourceOptions, parse_source_options
 
 NAME = "kafka-epoch"
@@ -46,6 +50,7 @@ BASE_COLUMNS = ("key binary, value binary, topic string, partition int, offset l
                 "timestampType int")
 HEADERS_COLUMN = "headers array<struct<key: string, value: binary>>"
 EPOCH_COLUMN = "leaderEpoch int"
+TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 log = logging.getLogger("epoch_broker.spark")
 
@@ -174,12 +179,13 @@ def read_range(partition: InputPartition) -> Iterator[pa.RecordBatch]:
         cluster.refresh()
         try:
             for fetched in cluster.read(partition.topic, partition.partition, partition.start, partition.end,
-                                        partition.max_bytes, partition.fail_on_data_loss, partition.start_epoch):
+                                        partition.max_bytes, partition.fail_on_data_loss, partition.start_epoch,
+                                        partition.include_headers):
                 if fetched.end_epoch is not None:
                     end_epoch = fetched.end_epoch
-                if not fetched.records:
+                if fetched.rows is None:
                     continue  # only skipped records or markers
-                batch = to_arrow(partition.topic, partition.partition, fetched.records, partition.include_headers)
+                batch = to_arrow(partition.topic, partition.partition, fetched.rows)
                 del fetched  # not alive while the next fetch is decoded
                 yield batch
         except DivergedError as exc:
@@ -250,22 +256,37 @@ def _list_offsets(cluster: Cluster, wanted: list[TopicPartition], timestamp: int
         raise ValueError(f"{NAME}: {exc}") from exc
 
 
-def to_arrow(topic: str, partition: int, records: list[StoredRecord], include_headers: bool) -> pa.RecordBatch:
-    count = len(records)
+def to_arrow(topic: str, partition: int, rows: RecordColumns) -> pa.RecordBatch:
+    """The decoder's columns as one Arrow batch, with `headers` when it decoded them."""
+    count = rows.rows
     columns = [
-        pa.array([r.record.key for r in records], pa.binary()),
-        pa.array([r.record.value for r in records], pa.binary()),
-        pa.array([topic] * count, pa.string()),
-        pa.array([partition] * count, pa.int32()),
-        pa.array([r.record.offset for r in records], pa.int64()),
-        pa.array([r.record.timestamp * 1000 for r in records], pa.timestamp("us", tz="UTC")),
-        pa.array([r.timestamp_type for r in records], pa.int32()),
+        _binary(count, rows.key_offsets, rows.key_data, rows.key_validity, rows.key_nulls),
+        _binary(count, rows.value_offsets, rows.value_data, rows.value_validity, rows.value_nulls),
+        pa.repeat(pa.scalar(topic, pa.string()), count),
+        pa.repeat(pa.scalar(partition, pa.int32()), count),
+        _fixed(pa.int64(), count, rows.offsets),
+        # milliseconds to Spark's microseconds, an error (not a wrap) past 64 bits
+        pc.multiply_checked(_fixed(pa.int64(), count, rows.timestamps), 1000).view(TIMESTAMP_TYPE),
+        _fixed(pa.int32(), count, rows.timestamp_types),
     ]
     names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
-    if include_headers:
-        columns.append(pa.array([[{"key": k, "value": v} for k, v in r.record.headers] for r in records],
+    if rows.headers is not None:
+        columns.append(pa.array([[{"key": k, "value": v} for k, v in pairs] for pairs in rows.headers],
                                 HEADER_TYPE))
         names.append("headers")
-    columns.append(pa.array([r.leader_epoch for r in records], pa.int32()))
+    columns.append(_fixed(pa.int32(), count, rows.leader_epochs))
     names.append("leaderEpoch")
     return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _binary(count: int, offsets: bytearray, data: bytearray, validity: bytearray | None, nulls: int) -> pa.Array:
+    """A binary column over the decoder's buffers (no copy: Arrow holds the bytearrays)."""
+    used = memoryview(offsets).cast("i")[count]
+    return pa.Array.from_buffers(pa.binary(), count, [
+        None if validity is None else pa.py_buffer(validity).slice(0, (count + 7) // 8),
+        pa.py_buffer(offsets).slice(0, 4 * (count + 1)), pa.py_buffer(data).slice(0, used)], null_count=nulls)
+
+
+def _fixed(kind: pa.DataType, count: int, values: bytearray) -> pa.Array:
+    return pa.Array.from_buffers(kind, count, [None, pa.py_buffer(values).slice(0, count * kind.byte_width)],
+                                 null_count=0)

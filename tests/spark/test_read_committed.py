@@ -71,15 +71,17 @@ LOG = "t1:0-1@3 C1:2@3 t2:3-4@4 A2:5@4 t1:6-7@4 C1:8@4"  # tests/client/test_com
 def test_a_fetch_answer_gives_the_rows_of_the_range_and_the_epoch_of_the_batch_before_its_end(
         isolation: int, start: int, end: int, offsets: list[int], end_epoch: int | None) -> None:
     fetched, next_offset, last_epoch = fetched_range(log_of(LOG), isolation, [(2, 3)], start, end, start, -1)
-    assert [r.record.offset for r in fetched.records] == offsets
-    assert [r.leader_epoch for r in fetched.records] == [3 if offset < 2 else 4 for offset in offsets]
+    assert fetched.rows is not None
+    assert memoryview(fetched.rows.offsets).cast("q")[:fetched.rows.rows].tolist() == offsets
+    epochs = memoryview(fetched.rows.leader_epochs).cast("i")[:fetched.rows.rows].tolist()
+    assert epochs == [3 if offset < 2 else 4 for offset in offsets]
     assert fetched.end_epoch == end_epoch
     assert (next_offset, last_epoch) == (9, 4)  # past every batch of the answer, skipped or not
 
 
 def test_an_empty_fetch_answer_leaves_the_read_where_it_was() -> None:
     fetched, next_offset, last_epoch = fetched_range(b"", READ_COMMITTED, [], 5, 9, 5, 2)
-    assert (fetched.records, fetched.end_epoch, next_offset, last_epoch) == ([], None, 5, 2)
+    assert (fetched.rows, fetched.end_epoch, next_offset, last_epoch) == (None, None, 5, 2)
 
 
 def transactional_producer(bootstrap: str) -> Producer:
