@@ -27,17 +27,20 @@ Rules:
 - By default a failed task is retried by Spark with a new producer id, and records it had written stay: writes
   are at-least-once, batch and streaming alike, as the connector's are. commit() and abort() have nothing to undo.
 - With exactlyOnce=true each task writes its rows and a commit-log record in one Kafka transaction, under a
-  transactional id per (sink, Spark partition), and commits it before it ends (spark/transactions.py): a new
-  attempt fences the old ones and aborts what they left open, and one whose (sink, batch, partition) already
-  committed writes nothing. The sink is a streaming query's id (the same after a restart from its checkpoint)
-  or, for a batch write, drawn once per write. This assumes a deterministic query: the same micro-batch gives
-  the same rows in the same Spark partitions; a rerun whose row count differs from the committed one fails.
-  A read_committed consumer then reads every row once. The driver checks first that the broker gives this
-  client transactions and creates the commit-log topic (compacted) if it is missing.
+  transactional id per (sink, Spark partition), and leaves it open; the driver commits every task's transaction
+  once all succeeded (Spark's commit) or aborts them (abort): spark/transactions.py. A new attempt fences the old
+  ones and aborts what they left open, and one whose (sink, batch, partition) already committed writes nothing,
+  so a micro-batch run again after the driver died mid-commit writes only what had not committed. The sink is a
+  streaming query's id (the same after a restart from its checkpoint) or, for a batch write, drawn once per
+  write. This assumes a deterministic query: the same micro-batch gives the same rows in the same Spark
+  partitions; a rerun whose row count differs from the committed one fails. A read_committed consumer then
+  reads every row once. The driver checks first that the broker gives this client transactions and creates the
+  commit-log topic (compacted) if it is missing.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 import struct
 import time
@@ -89,6 +92,7 @@ SEQUENCE_MODULUS = 1 << 31  # sequences wrap at Int.MaxValue, as Kafka's do
 DEFAULT_TRANSACTIONAL_ID_PREFIX, DEFAULT_COMMIT_LOG_TOPIC = "epoch-spark-", "epoch-spark-sink-commits"
 
 TopicPartition = tuple[str, int]
+log = logging.getLogger("epoch_broker.spark")
 Headers = list[tuple[str, bytes | None]]
 
 
@@ -119,10 +123,14 @@ class Columns:
 
 @dataclass
 class WriteCommit(WriterCommitMessage):
-    """What one task wrote: its producer id and the records written per (topic, partition)."""
+    """What one task wrote: its producer id and the records written per (topic, partition); with exactlyOnce,
+    the transaction holding them, left open for the driver to commit (None: the task wrote nothing, its batch
+    had committed)."""
 
     producer_id: int
     records: dict[TopicPartition, int]
+    transactional_id: str | None = None
+    producer_epoch: int = -1
 
 
 def parse_sink_options(raw: Mapping[str, str]) -> SinkOptions:
@@ -208,6 +216,12 @@ class BatchWriter(DataSourceArrowWriter):
             return write_exactly_once(self.options, self.columns, iterator, self.sink, 0, _task().partitionId())
         return write_all(self.options, self.columns, iterator)
 
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        end_transactions(self.options, messages, commit=True)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        end_transactions(self.options, messages, commit=False)
+
 
 class StreamWriter(DataSourceStreamArrowWriter):
     """`df.writeStream.format("kafka-epoch")`: each micro-batch's tasks produce as a batch write does; with
@@ -229,6 +243,12 @@ class StreamWriter(DataSourceStreamArrowWriter):
         if query is None or batch is None:
             raise KafkaClientError("exactlyOnce: the task does not know its streaming query or micro-batch id")
         return write_exactly_once(self.options, self.columns, iterator, query, int(batch), task.partitionId())
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        end_transactions(self.options, messages, commit=True)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        end_transactions(self.options, messages, commit=False)
 
 
 def _task() -> TaskContext:
@@ -288,8 +308,9 @@ def write_all(options: SinkOptions, columns: Columns, batches: Iterator[pa.Recor
 def write_exactly_once(options: SinkOptions, columns: Columns, batches: Iterator[pa.RecordBatch], sink: str,
                        batch_id: int, spark_partition: int) -> WriteCommit:
     """One task of an exactly-once write: fence the task's earlier attempts, then write nothing if the commit
-    log says (sink, batch, partition) committed, else every row and the commit-log record in one transaction
-    (spark/transactions.py's rules)."""
+    log says (sink, batch, partition) committed, else every row and the commit-log record in one transaction,
+    left open: the driver commits it once every task succeeded (a task cannot tell a complete input from one
+    cut short by a failure upstream of it: PySpark ends a writer's input either way)."""
     with Cluster(options.bootstrap, options.request_timeout_s, options.delivery_timeout_s) as cluster:
         cluster.refresh()
         transaction = Transaction(cluster, transactional_id(options.transactional_id_prefix, sink, spark_partition),
@@ -312,11 +333,36 @@ def write_exactly_once(options: SinkOptions, columns: Columns, batches: Iterator
             producer.append(options.commit_log_topic, log_partition, key,
                             Progress(sink, batch_id, spark_partition, rows).encode(), [])
             producer.send(everything=True)
-            transaction.commit()
         finally:
             transaction.close()
         written = {tp: count for tp, count in producer.written.items() if tp[0] != options.commit_log_topic}
-        return WriteCommit(producer.producer_id, written)
+        return WriteCommit(producer.producer_id, written, transaction.transactional_id, transaction.producer_epoch)
+
+
+def end_transactions(options: SinkOptions, messages: list[WriterCommitMessage | None], commit: bool) -> None:
+    """On the driver: commit (or abort) the transactions the tasks left open. A commit refused (the transaction
+    was aborted: it stayed open past kafka.transaction.timeout.ms, or a later attempt fenced it) fails naming it;
+    an abort refused is left to the coordinator, which aborts the transaction at its timeout."""
+    open_ones = [m for m in messages if isinstance(m, WriteCommit) and m.transactional_id is not None]
+    if not open_ones:
+        return
+    with Cluster(options.bootstrap, options.request_timeout_s, options.delivery_timeout_s) as cluster:
+        for message in open_ones:
+            assert message.transactional_id is not None
+            transaction = Transaction(cluster, message.transactional_id, options.transaction_timeout_ms)
+            transaction.producer_id, transaction.producer_epoch = message.producer_id, message.producer_epoch
+            try:
+                transaction.end(commit)
+            except CoordinatorRefused as exc:
+                if commit:
+                    raise KafkaClientError(
+                        f"exactlyOnce: {exc}: the task's transaction was aborted before the driver committed it "
+                        f"(open longer than kafka.transaction.timeout.ms={options.transaction_timeout_ms}, or "
+                        "fenced by another attempt); a streaming query restarted from its checkpoint writes what "
+                        "is missing") from exc
+                log.warning("exactlyOnce: aborting %s: %s", message.transactional_id, exc)
+            finally:
+                transaction.close()
 
 
 def produce_rows(producer: IdempotentProducer, columns: Columns, batches: Iterator[pa.RecordBatch]) -> int:

@@ -7,10 +7,12 @@ Rules:
   aborts a transaction one left open (answering CONCURRENT_TRANSACTIONS until the abort markers are written,
   retried here) and bumps the producer epoch, after which the partitions refuse the old attempt's writes
   (INVALID_PRODUCER_EPOCH) and the coordinator its EndTxn (PRODUCER_FENCED).
+- A task leaves its transaction open; the driver ends it with EndTxn under the task's producer id and epoch
+  (two-phase, as Flink's Kafka sink resumes a transaction): only the driver knows every task succeeded.
 - The coordinator is found with FindCoordinator (key type 1) and found again after NOT_COORDINATOR,
   COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS or a lost connection; CONCURRENT_TRANSACTIONS is
   retried after a backoff. Any other error fails the task naming the transactional id and the error.
-- The commit log holds one record per committed (sink, batch, partition), written in that transaction: key
+- The commit log holds one record per committed (sink, batch, partition), written in the task's transaction: key
   `<sink id>/<partition>`, value the JSON of Progress. Batches of one sink and partition commit in batch order
   (Spark starts batch N + 1 only once batch N committed), so the latest committed record of a key says whether a
   batch is done: batch <= its batch. Compaction keeps exactly that record.
@@ -18,7 +20,7 @@ Rules:
   record of the key is then decided by a marker of its producer that follows it in the log. It reads the key's
   commit-log partition read_uncommitted (read_committed would stop at the last stable offset, held back by other
   tasks' open transactions, or for a transaction timeout by a killed one's) and decides each record of the key
-  by that marker itself. It reads backwards from the high watermark in doubling windows: the previous batch's
+  by that marker itself. It reads backwards from the high watermark in growing windows: the previous batch's
   record is among the last few records of a partition, so a long-lived query does not read its whole log.
 """
 
@@ -87,7 +89,7 @@ def transactional_id(prefix: str, sink: str, partition: int) -> str:
 
 class Transaction:
     """One producer's transactions under a transactional id: `init` (fencing earlier producers), then for each
-    transaction `add_partitions` before writing to a partition and `commit`."""
+    transaction `add_partitions` before writing to a partition, and `end`."""
 
     def __init__(self, cluster: Cluster, transactional_id: str, timeout_ms: int) -> None:
         self.cluster = cluster
@@ -138,9 +140,11 @@ class Transaction:
                              error_of)
         self.partitions.update(new)
 
-    def commit(self) -> None:
+    def end(self, commit: bool) -> None:
+        """EndTxn: commit or abort the open transaction of this producer (its id and epoch: `init`'s, or set by
+        whoever resumes the transaction a task left open, as the driver does)."""
         request = end_txn.REQUEST.cls(transactional_id=self.transactional_id, producer_id=self.producer_id,
-                                      producer_epoch=self.producer_epoch, committed=True)
+                                      producer_epoch=self.producer_epoch, committed=commit)
         self._at_coordinator("EndTxn", lambda client: client.request(end_txn.API, END_TXN_VERSION, request),
                              lambda answer: answer.error_code)
         self.partitions.clear()

@@ -6,6 +6,14 @@
     python -m tests.spark.jobs executors BOOTSTRAP TOPIC
         a batch read on `local-cluster[2,1,1024]`: executors in two JVMs of their own, so tasks run in Python
         workers that share nothing with the driver; prints one JSON line: the rows and the workers' pids.
+    python -m tests.spark.jobs exactly_once_fail BOOTSTRAP TOPIC MASTER FAILURE
+        an exactly-once batch write of 400 rows (r000..r399, padded) in 2 Spark partitions, whose partition 0
+        fails on its first attempt once 50 of its first 100 rows are in the topic: FAILURE is "raise" (the task
+        raises; master local[2,4], so Spark tries it again) or "kill" (its executor JVM is SIGKILLed; master
+        local-cluster).
+    python -m tests.spark.jobs exactly_once_stream BOOTSTRAP SOURCE OUTPUT CHECKPOINT
+        a streaming copy of SOURCE to OUTPUT through the exactly-once sink, Trigger.AvailableNow; prints the
+        micro-batches it ran.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,5 +79,95 @@ def executors(bootstrap: str, topic: str) -> None:
     spark.stop()
 
 
+ROWS, BATCH_ROWS = 400, 20
+# Rows padded so that a few fill the 64 KiB buffers between Spark's JVM and its Python workers: rows sent before a
+# failure then reach the sink (a worker flushes a full buffer), which small rows would wait in a buffer for.
+PAD = b"." * 4000
+
+
+def values_written(bootstrap: str, topic: str, prefix: bytes) -> int:
+    """How many records of the topic (read_uncommitted: committed or not) have a value starting with `prefix`."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "jobs", "isolation.level": "read_uncommitted",
+                         "enable.partition.eof": True, "enable.auto.commit": False})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        found, at_end = 0, set()
+        while len(at_end) < len(partitions):
+            for message in consumer.consume(1000, timeout=1.0):
+                if message.error() is not None:
+                    at_end.add(message.partition())
+                elif message.value().startswith(prefix):
+                    found += 1
+        return found
+    finally:
+        consumer.close()
+
+
+def numbered_source(bootstrap: str, topic: str, failure: str) -> Any:
+    """A data source of ROWS rows (value r000, r001, ..., each + PAD) in 2 partitions of Arrow batches of
+    BATCH_ROWS rows, whose partition 0 fails on its first attempt once half of its first 100 rows (r000..r099) are
+    in the topic: it raises ("raise"), or SIGKILLs its executor JVM ("kill")."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class Reader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(0), InputPartition(1)]
+
+        def read(self, partition: InputPartition) -> Any:
+            task, half = TaskContext.get(), ROWS // 4
+            first = partition.value * ROWS // 2
+            for start in range(first, first + ROWS // 2, BATCH_ROWS):
+                if partition.value == 0 and task.attemptNumber() == 0 and start == half:
+                    # some of them: the last ones wait in the sink's open batch and Spark's buffers
+                    while values_written(bootstrap, topic, b"r0") < half // 2:
+                        time.sleep(0.2)
+                    if failure == "kill":
+                        os.kill(int(executor_jvm().split()[0]), 9)
+                    raise RuntimeError("the first attempt fails after writing half its rows")
+                yield pa.record_batch([pa.array([b"r%03d" % n + PAD for n in range(start, start + BATCH_ROWS)])],
+                                      names=["value"])
+
+    class Numbered(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "numbered"
+
+        def schema(self) -> str:
+            return "value binary"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return Reader()
+
+    return Numbered
+
+
+def exactly_once_fail(bootstrap: str, topic: str, master: str, failure: str) -> None:
+    spark = session(master)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS))
+    spark.dataSource.register(numbered_source(bootstrap, topic, failure))
+    (spark.read.format("numbered").load().write.format("kafka-epoch").mode("append")
+     .option("kafka.bootstrap.servers", bootstrap).option("topic", topic).option("exactlyOnce", "true")
+     .option("kafka.batch.size", "200").save())
+    spark.stop()
+
+
+def exactly_once_stream(bootstrap: str, source: str, output: str, checkpoint: str) -> None:
+    spark = session("local[2]")
+    query = (spark.readStream.format("kafka-epoch").option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", source).load().select("key", "value")
+             .writeStream.format("kafka-epoch").option("kafka.bootstrap.servers", bootstrap).option("topic", output)
+             .option("exactlyOnce", "true").option("checkpointLocation", checkpoint).trigger(availableNow=True)
+             .start())
+    query.awaitTermination()
+    print(f"batches {[p['batchId'] for p in query.recentProgress]}", flush=True)
+    spark.stop()
+
+
 if __name__ == "__main__":
-    {"resume": resume, "executors": executors}[sys.argv[1]](*sys.argv[2:])
+    {"resume": resume, "executors": executors, "exactly_once_fail": exactly_once_fail,
+     "exactly_once_stream": exactly_once_stream}[sys.argv[1]](*sys.argv[2:])

@@ -20,7 +20,9 @@ from epoch_broker.spark.sink import (
     DEFAULT_COMMIT_LOG_TOPIC,
     Columns,
     IdempotentProducer,
+    WriteCommit,
     check_transactions,
+    end_transactions,
     parse_sink_options,
     write_exactly_once,
 )
@@ -97,12 +99,15 @@ def test_a_new_attempt_fences_the_old_one_and_a_committed_task_writes_nothing_ag
                                   "exactlyOnce": "true", "kafka.delivery.timeout.ms": "20000"})
     check_transactions(options, sink)
 
-    def attempt(rows: int) -> Any:
-        batch = pa.record_batch([pa.array([f"{rows}-{i}".encode() for i in range(rows)], pa.binary())],
-                                names=["value"])
-        return write_exactly_once(options, VALUE_ONLY, iter([batch]), sink, 7, 0)
+    def attempt(batch: int, rows: int) -> WriteCommit:
+        data = pa.record_batch([pa.array([f"{batch}-{i}".encode() for i in range(rows)], pa.binary())],
+                               names=["value"])
+        return write_exactly_once(options, VALUE_ONLY, iter([data]), sink, batch, 0)
 
-    # an attempt that wrote 10 rows and never committed (its executor hangs)
+    def committed() -> list[bytes]:
+        return values(read_back(broker.bootstrap, topic, 1))
+
+    # an attempt that wrote 10 rows and never finished (its executor hangs)
     with Cluster(broker.bootstrap, 10, 20) as cluster:
         cluster.refresh()
         old = Transaction(cluster, transactional_id(options.transactional_id_prefix, sink, 0), 60_000)
@@ -111,18 +116,28 @@ def test_a_new_attempt_fences_the_old_one_and_a_committed_task_writes_nothing_ag
         for i in range(10):
             producer.append(topic, 0, None, f"old-{i}".encode(), [])
         producer.send(everything=True)
-        assert attempt(20).records == {(topic, 0): 20}  # the next attempt fences it and aborts its transaction
+        first = attempt(7, 20)  # the next attempt fences it and aborts its transaction
+        assert first.records == {(topic, 0): 20} and first.transactional_id == old.transactional_id
         with pytest.raises(CoordinatorRefused, match=r"EndTxn .*PRODUCER_FENCED"):
-            old.commit()
+            old.end(commit=True)
         old.close()
-    assert values(read_back(broker.bootstrap, topic, 1)) == sorted(f"20-{i}".encode() for i in range(20))
+    assert committed() == []  # the task's transaction waits for the driver
+    end_transactions(options, [first, None], commit=True)
+    assert committed() == sorted(f"7-{i}".encode() for i in range(20))
     assert len(read_back(broker.bootstrap, topic, 1, "read_uncommitted")) == 30  # the aborted 10 are in the log
 
-    assert attempt(20).records == {}  # (batch 7, partition 0) committed: nothing written again
+    again = attempt(7, 20)  # (batch 7, partition 0) committed: nothing written again, nothing to commit
+    assert again.records == {} and again.transactional_id is None
     with pytest.raises(KafkaClientError, match="committed 20 rows, and this attempt has 21: the query is not "
                                                "deterministic"):
-        attempt(21)
-    assert len(read_back(broker.bootstrap, topic, 1)) == 20
+        attempt(7, 21)
+
+    end_transactions(options, [attempt(8, 5)], commit=False)  # a job that failed elsewhere: its tasks' aborted
+    fenced = attempt(9, 3)
+    end_transactions(options, [attempt(9, 4)], commit=True)  # a later attempt of the task fenced the first
+    with pytest.raises(KafkaClientError, match="the task's transaction was aborted before the driver committed it"):
+        end_transactions(options, [fenced], commit=True)
+    assert committed() == sorted([f"7-{i}".encode() for i in range(20)] + [f"9-{i}".encode() for i in range(4)])
 
 
 @pytest.fixture(scope="module")
