@@ -220,3 +220,11 @@ def test_values_past_64_bits_are_corrupt_in_both_builds(module: ModuleType, case
     body = bytes([len(record) << 1]) + record
     [(_, header)] = one_batch([(None, None, [], 1)])
     assert decoded(module, [(body, header)], 0, 100, False) == ("CorruptRecordError",), case
+
+
+@pytest.mark.parametrize("module", [record_columns, PURE], ids=["installed", "pure"])
+@pytest.mark.parametrize("field", ["base_offset", "base_timestamp"])
+def test_a_base_plus_a_delta_past_64_bits_is_corrupt_in_both_builds(module: ModuleType, field: str) -> None:
+    [(body, header)] = one_batch([(None, b"v", [], 0), (None, b"v", [], 1)])  # deltas 0 and 1 of both
+    bodies = [(body, header._replace(**{field: 2**63 - 1}))]
+    assert decoded(module, bodies, 0, 2**63 - 1, False) == ("CorruptRecordError",)
