@@ -20,7 +20,12 @@ user's producer does (linger.ms=5, other settings at their defaults, compression
   50 ms) during a read of the first N/4 records (endingOffsets) and then of all N: a task decodes one fetch
   at a time (at most kafka.max.partition.fetch.bytes, 1 MiB by default) and yields it as one Arrow batch, so
   the workers must not grow with the topic. Measured after one untimed read (the Parquet write) has started
-  the reused workers, before the timed reads.
+  the reused workers, before the timed reads;
+- (f) writes: the N rows of the Parquet file (key, value) written through the `kafka-epoch` sink to a fresh
+  topic of 4 partitions, at-least-once (the default: each task an idempotent producer) and with
+  exactlyOnce=true (each task's rows and its commit-log record in one transaction, committed by the driver
+  once every task succeeded), planning and commits included; the two alternate their order each run, after an
+  untimed write of each.
 
 The peers are fair: (a), (b), (b') and (c) read the same rows on the same 2 cores (Spark with master local[2], the
 consumer with librdkafka's threads), every one of them touches every value, and the repeats alternate their
@@ -75,6 +80,8 @@ class Runs:
     consumer: list[float] = field(default_factory=list)
     consumer_no_backoff: list[float] = field(default_factory=list)
     parquet: list[float] = field(default_factory=list)
+    sink_at_least_once: list[float] = field(default_factory=list)
+    sink_exactly_once: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -228,6 +235,35 @@ def batch_runs(spark: Any, bootstrap: str, topic: str, records: int, parquet: st
     return result
 
 
+def write_rate(spark: Any, bootstrap: str, parquet: str, records: int, topic: str, exactly_once: bool) -> float:
+    """(f): rows/s of writing the Parquet file's rows to a fresh topic through the kafka-epoch sink."""
+    create_topic(bootstrap, topic, PARTITIONS)
+    started = time.perf_counter()
+    (spark.read.parquet(parquet).select("key", "value").write.format("kafka-epoch").mode("append")
+     .option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+     .option("exactlyOnce", str(exactly_once).lower()).save())
+    elapsed = time.perf_counter() - started
+    # exactly once: one commit marker per partition and task besides the records
+    if (written := sum(high_watermarks(bootstrap, topic).values())) < records:
+        raise RuntimeError(f"{topic}: {written:,} offsets written for {records:,} rows")
+    return records / elapsed
+
+
+def write_runs(spark: Any, bootstrap: str, parquet: str, records: int, runs: int, result: Runs) -> None:
+    """(f), `runs` times each, alternating which goes first, after one untimed write of each (the first write of
+    a session pays for warming the write path's Python workers; the first exactly-once one creates the commit log)."""
+    measurements = [("at-least-once", False, result.sink_at_least_once),
+                    ("exactlyOnce=true", True, result.sink_exactly_once)]
+    for name, exactly_once, _ in measurements:
+        warm = write_rate(spark, bootstrap, parquet, records, f"bench-spark-write-warm-{exactly_once}", exactly_once)
+        log(f"(f) untimed first write, {name}: {warm:,.0f} rows/s")
+    for run in range(runs):
+        for name, exactly_once, rates in measurements[run % 2:] + measurements[:run % 2]:
+            topic = f"bench-spark-write-{'eos' if exactly_once else 'alo'}-{run}"
+            rates.append(write_rate(spark, bootstrap, parquet, records, topic, exactly_once))
+            log(f"run {run + 1}/{runs} (f) kafka-epoch sink {name}: {rates[-1]:,.0f} rows/s")
+
+
 def wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -324,6 +360,11 @@ def table(runs: Runs, latency: Latency, peaks: list[WorkerPeak]) -> list[list[st
                  " / ".join(f"{ms:.0f}" for ms in latency.batch_ms.values()), "", "", ""])
     rows += [[f"(e) peak RSS MB, read of {peak.records:,}: largest worker / all workers",
               f"{peak.largest_mb:.0f} / {peak.total_mb:.0f}", "", "", ""] for peak in peaks]
+    rows += [[label, fmt_spread([r / 1000 for r in rates]), "", "", ""]
+             for label, rates in (("(f) Parquet -> kafka-epoch sink, at-least-once, k rows/s", runs.sink_at_least_once),
+                                  ("(f) same, exactlyOnce=true, k rows/s", runs.sink_exactly_once))]
+    rows.append(["(f) exactlyOnce=true / at-least-once", ratio(runs.sink_exactly_once, runs.sink_at_least_once),
+                 "", "", ""])
     return rows
 
 
@@ -369,6 +410,7 @@ def main(argv: list[str] | None = None) -> None:
         log(f"wrote {written:,} rows to Parquet (untimed; also warms the Python workers)")
         peaks = worker_peaks(spark, broker.bootstrap, topic, args.records)
         runs = batch_runs(spark, broker.bootstrap, topic, args.records, parquet, args.runs)
+        write_runs(spark, broker.bootstrap, parquet, args.records, args.runs, runs)
         latency = stream_latency(spark, broker.bootstrap, Path(tmp), args.compression, args.rate, warmup_s,
                                  args.stream_seconds)
         log(f"(d) {latency.rows:,} rows: p50 {latency.p50_ms:.0f} ms, p99 {latency.p99_ms:.0f} ms, "
