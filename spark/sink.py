@@ -66,6 +66,7 @@ from epoch_broker.spark.transactions import (
     CoordinatorRefused,
     Progress,
     Transaction,
+    ask_bootstrap,
     commit_log_key,
     find_coordinator_of,
     last_committed,
@@ -283,13 +284,15 @@ def check_transactions(options: SinkOptions, sink: str) -> None:
 
 
 def _create_commit_log(cluster: Cluster, options: SinkOptions) -> None:
-    host, _, port = cluster.bootstrap[0].rpartition(":")
     topic = create_topics.REQUEST.CreatableTopic(
         name=options.commit_log_topic, num_partitions=1, replication_factor=-1, assignments=[],
         configs=[create_topics.REQUEST.CreatableTopicConfig(name="cleanup.policy", value="compact")])
-    with BlockingKafkaClient(host, int(port), "epoch-broker-spark", options.request_timeout_s) as client:
-        answer = client.request(create_topics.API, CREATE_TOPICS_VERSION, create_topics.REQUEST.cls(
-            topics=[topic], timeout_ms=int(options.request_timeout_s * 1000))).topics[0]
+    request = create_topics.REQUEST.cls(topics=[topic], timeout_ms=int(options.request_timeout_s * 1000))
+    try:
+        answer = ask_bootstrap(cluster, lambda client: client.request(create_topics.API, CREATE_TOPICS_VERSION,
+                                                                      request)).topics[0]
+    except Retry as exc:
+        raise ValueError(f"{NAME}: exactlyOnce=true could not create its commit-log topic: {exc}") from exc
     if answer.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
         raise ValueError(f"{NAME}: exactlyOnce=true could not create its commit-log topic {options.commit_log_topic}: "
                          f"{ErrorCode(answer.error_code).name} {answer.error_message or ''}".rstrip())

@@ -187,16 +187,29 @@ def find_coordinator_of(cluster: Cluster, transactional: str) -> Any:
     """FindCoordinator for a transactional id at a bootstrap broker: its answer; Retry while the coordinator is
     not available, CoordinatorRefused for any other error (TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the principal
     may not use transactions)."""
-    host, _, port = cluster.bootstrap[0].rpartition(":")
-    with BlockingKafkaClient(host, int(port), "epoch-broker-spark", cluster.timeout_s) as client:
-        answer = client.request(find_coordinator.API, FIND_COORDINATOR_VERSION, find_coordinator.REQUEST.cls(
-            key=transactional, key_type=KEY_TYPE_TRANSACTION))
+    answer = ask_bootstrap(cluster, lambda client: client.request(
+        find_coordinator.API, FIND_COORDINATOR_VERSION,
+        find_coordinator.REQUEST.cls(key=transactional, key_type=KEY_TYPE_TRANSACTION)))
     error = ErrorCode(answer.error_code)
     if error in FIND_AGAIN:
         raise Retry(f"FindCoordinator: {error.name}")
     if error != ErrorCode.NONE:
         raise CoordinatorRefused("FindCoordinator", transactional, error)
     return answer
+
+
+def ask_bootstrap(cluster: Cluster, call: Callable[[BlockingKafkaClient], T]) -> T:
+    """`call` on a connection of its own to the first bootstrap broker that answers (a broker of a cluster
+    may be down); Retry when none does."""
+    problems = []
+    for address in cluster.bootstrap:
+        host, _, port = address.rpartition(":")
+        try:
+            with BlockingKafkaClient(host, int(port), "epoch-broker-spark", cluster.timeout_s) as client:
+                return call(client)
+        except (OSError, ConnectionClosed) as exc:
+            problems.append(f"{address}: {exc}")
+    raise Retry(f"no bootstrap broker answered: {'; '.join(problems)}")
 
 
 def last_committed(cluster: Cluster, topic: str, partition: int, key: bytes) -> Progress | None:
