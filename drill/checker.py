@@ -15,6 +15,10 @@ Rules:
 - Counts are of anomalies (one per record, per offset, per step back); example times are seconds after the
   first event of the history, whose wall-clock time the report prints.
 - It reads nothing but the history, so histories from anyone's clients are checked the same way.
+- A pipeline (the spark-pipeline drill, drill/pipeline.py) is judged from its `output` events, the rows of its
+  output topic read read_committed after healing, each naming the input record it was made from
+  (source_partition, source_offset, source_value: the value upper-cased), against the final reader's log of the
+  input topic (`source_topic` of the events).
 
 Consumers and their assignments (the `member`, `assigned` and `revoked` events of drill/history.py):
 - An assignment of a partition to a consumer lasts from the `assigned` event naming it to the `revoked` event
@@ -59,6 +63,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +99,10 @@ INVARIANTS: dict[str, str] = {
     "unconsumed": "a record of the final log that no member of a consumer group read: a group whose members commit "
                   "what they have read consumes every record at least once, through every rebalance and "
                   "coordinator change (a drill's members read up to the high watermarks before they close)",
+    "pipeline_exactly_once": "a record of the input's final read_committed log without exactly one row in the "
+                             "pipeline's read_committed output, or an output row that names no such record (one "
+                             "of an aborted transaction, or of none)",
+    "pipeline_order": "a stream's output rows (one key) not in its input order, or not in one output partition",
 }
 
 
@@ -241,7 +250,8 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
                   _non_monotonic(history, forgiven), _unseen(history), _epoch_regression(history),
                   _latest_regression(history, allow_unclean), undetected, _replicas_consistent(history),
                   _epoch_fenced_produce(history), _aborted_read(history), _partial_transaction(history),
-                  poll_skip, nonmonotonic_poll, _owned_twice(history), _unconsumed(history)]
+                  poll_skip, nonmonotonic_poll, _owned_twice(history), _unconsumed(history),
+                  *_pipeline(history)]
     acks = [event for _, event in history.of_op("ack")]
     figures: dict[str, int | float] = {
         "events": len(history.events),
@@ -264,6 +274,7 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
         figures.update({f"transactions_{outcome}": outcomes.count(outcome)
                         for outcome in ("commit", "abort", "unknown")})
     figures.update(_group_figures(history))
+    figures.update(_pipeline_figures(history))
     return CheckResult(invariants, figures, history.start)
 
 
@@ -655,6 +666,74 @@ def _unconsumed(history: _History) -> Invariant:
                 found.add(f"{group} {_name(record[0])} offset {reads[0]['offset']} ({record[1]!r}): read by none "
                           f"of its {len(members)} members")
     return found.verdict("unconsumed", note)
+
+
+def _pipeline(history: _History) -> tuple[Invariant, Invariant]:
+    """pipeline_exactly_once and pipeline_order, from the `output` events (none: no pipeline, both pass)."""
+    rows = [event for _, event in history.of_op("output")]
+    exactly_once_note = ("every record of the input's final read_committed log has exactly one row in the "
+                         "pipeline's read_committed output, and every row one such record")
+    order_note = "each stream's rows (one key) are in one output partition, in input order"
+    if not rows:
+        return (Invariant("pipeline_exactly_once", True, 0, [], exactly_once_note + " (no pipeline)"),
+                Invariant("pipeline_order", True, 0, [], order_note + " (no pipeline)"))
+    inputs = {row["source_topic"] for row in rows}
+    committed = {(tp, offset): event for (tp, offset), event in history.final_at.items() if tp[0] in inputs}
+    aborted = {record: key for key, records in history.transactions.items() if history.outcome(key) == "abort"
+               for record in records}
+    made: dict[tuple[TopicPartition, int], list[Event]] = defaultdict(list)
+    found = _Findings()
+    for row in rows:
+        where = f"{_name(_partition(row))} offset {row['offset']} ({row['value']!r})"
+        if row["source_offset"] is None:
+            found.add(f"{where}: names no input record")
+            continue
+        tp = (row["source_topic"], row["source_partition"])
+        source = committed.get((tp, row["source_offset"]))
+        if source is not None and source["value"].upper() == row["source_value"]:
+            made[tp, row["source_offset"]].append(row)
+            continue
+        key = next((aborted[record] for record in aborted
+                    if record[0] == tp and record[1].upper() == row["source_value"]), None)
+        found.add(f"{where}: from {_name(tp)} offset {row['source_offset']}, "
+                  + (f"a record of transaction {key[1]} of {key[0]}, aborted" if key is not None else
+                     "which the input's final log does not hold" if source is None else
+                     f"where the input's final log holds {source['value']!r}"))
+    for (tp, offset), source in sorted(committed.items()):
+        copies = made.get((tp, offset), [])
+        if len(copies) != 1:
+            found.add(f"{_name(tp)} offset {offset} ({source['value']!r}): "
+                      + ("no output row" if not copies else f"{len(copies)} output rows, at " + ", ".join(
+                          f"{_name(_partition(row))} offset {row['offset']}" for row in copies)))
+    order = _Findings()
+    by_key: dict[str | None, list[Event]] = defaultdict(list)
+    for row in sorted(rows, key=lambda row: (row["partition"], row["offset"])):
+        if row["source_offset"] is not None:
+            by_key[row["key"]].append(row)
+    for key, keyed in sorted(by_key.items(), key=lambda item: str(item[0])):
+        partitions = sorted({row["partition"] for row in keyed})
+        if len(partitions) > 1:
+            order.add(f"key {key!r}: rows in output partitions {', '.join(map(str, partitions))}")
+            continue
+        for before, row in pairwise(keyed):
+            if (row["source_partition"], row["source_offset"]) <= (before["source_partition"],
+                                                                   before["source_offset"]):
+                order.add(f"key {key!r} in {_name(_partition(row))}: offset {row['offset']} is from input "
+                          f"{row['source_partition']}:{row['source_offset']}, after offset {before['offset']} from "
+                          f"{before['source_partition']}:{before['source_offset']}")
+    return found.verdict("pipeline_exactly_once", exactly_once_note), order.verdict("pipeline_order", order_note)
+
+
+def _pipeline_figures(history: _History) -> dict[str, int | float]:
+    """The pipeline's figures, where the history has one: input records (the input's final log), output rows,
+    and its driver's starts."""
+    rows = [event for _, event in history.of_op("output")]
+    if not rows:
+        return {}
+    inputs = {row["source_topic"] for row in rows}
+    return {"pipeline_input": sum(1 for tp, _ in history.final_at if tp[0] in inputs),
+            "pipeline_output": len(rows),
+            "driver_starts": sum(1 for _, event in history.of_op("driver") if event["phase"] == "start")}
 
 
 def _group_figures(history: _History) -> dict[str, int | float]:

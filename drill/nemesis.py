@@ -14,6 +14,9 @@ Rules:
 - Faults on the drill's consumer group (target `group`: a member joining, leaving, the static one restarting)
   act on the workload's members (drill/workload.py's ConsumerGroup), not on a process of the cluster; which
   member is recorded with the fault. A drill without a consumer group records them as not applied.
+- Faults on the spark-pipeline drill's Spark job (target `spark-driver`, `spark-executor`) act on its driver
+  process (drill/pipeline.py's Pipeline), not on the cluster; the executor's pid is recorded with the fault. A
+  drill without a pipeline records them as not applied.
 - Every start and end is a `fault` event in the history (client "nemesis"), with its wall-clock time: the
   report's timeline and the checker read them from there.
 """
@@ -44,6 +47,7 @@ from epoch_broker.broker.faults import (
 )
 from epoch_broker.drill import admin
 from epoch_broker.drill.history import HistoryWriter
+from epoch_broker.drill.pipeline import Pipeline
 from epoch_broker.drill.targets import Target, name_of, node
 from epoch_broker.drill.workload import (
     GROUP_ID,
@@ -61,6 +65,8 @@ CLOCK_SKEW_MS = 3_600_000  # clock-skew: an hour ahead (time-based rolling and r
 TXN_COORDINATOR = "txn-coordinator"  # the target of a txn fault: whoever coordinates TRANSACTIONAL_ID then
 GROUP_COORDINATOR = "group-coordinator"  # whoever coordinates the consumer group GROUP_ID then
 GROUP = "group"  # the target of a member fault: the drill's consumer group
+SPARK_DRIVER = "spark-driver"  # the spark-pipeline drill's driver process
+SPARK_EXECUTOR = "spark-executor"  # one of its executor JVMs
 STATE_TIMEOUT_S = 30.0  # a composite fault's wait for the cluster to reach its next step
 
 
@@ -68,7 +74,7 @@ STATE_TIMEOUT_S = 30.0  # a composite fault's wait for the cluster to reach its 
 class FaultKind:
     description: str
     # "broker", "controller", or resolved when applied: "leader" / "follower" (of a partition), "txn-coordinator",
-    # "group-coordinator", "group" (a member of the drill's consumer group)
+    # "group-coordinator", "group" (a member of the drill's consumer group), "spark-driver", "spark-executor"
     targets: str
     durations: tuple[float, float]  # how long it lasts (before it is healed), drawn from this range
 
@@ -150,6 +156,13 @@ FAULTS: dict[str, FaultKind] = {
                                 "timeout: it gets its partitions back without them moving to another member "
                                 "(KIP-345; with the consumer protocol, KIP-848's member epoch -2)", GROUP,
                                 (0.5, 2.0)),
+    "driver-kill": FaultKind("SIGKILL the spark-pipeline drill's Spark driver with everything it started (its JVM, "
+                             "the executors, their Python workers) mid-query; after the duration it starts again "
+                             "from its checkpoint (the same query id: micro-batches it had not finished run again)",
+                             SPARK_DRIVER, (2.0, 4.0)),
+    "executor-kill": FaultKind("SIGKILL one executor JVM of the spark-pipeline drill's Spark job: its tasks fail and "
+                               "run again on the new executor Spark's worker starts (awaited when the duration is "
+                               "up)", SPARK_EXECUTOR, (1.0, 2.0)),
 }
 
 
@@ -175,7 +188,7 @@ def make_schedule(faults: list[str], seed: int, duration_s: float, brokers: list
             return schedule
         target = {"broker": lambda: rng.choice(brokers), "controller": lambda: "controller",
                   "txn-coordinator": lambda: TXN_COORDINATOR, "group-coordinator": lambda: GROUP_COORDINATOR,
-                  GROUP: lambda: GROUP,
+                  GROUP: lambda: GROUP, SPARK_DRIVER: lambda: SPARK_DRIVER, SPARK_EXECUTOR: lambda: SPARK_EXECUTOR,
                   "leader": lambda: f"leader:{rng.randrange(partitions)}",
                   "follower": lambda: f"follower:{rng.randrange(partitions)}"}[kind.targets]()
         schedule.append(ScheduledFault(round(at, 2), name, target, length))
@@ -199,11 +212,13 @@ def load_schedule(path: Path) -> tuple[dict[str, Any], list[ScheduledFault]]:
 class Nemesis:
     """Applies a schedule to a cluster (drill/targets.py): `start(fault)` now, and `heal(...)` when its time is up."""
 
-    def __init__(self, cluster: Target, topic: str, history: HistoryWriter, group: ConsumerGroup | None = None) -> None:
+    def __init__(self, cluster: Target, topic: str, history: HistoryWriter, group: ConsumerGroup | None = None,
+                 pipeline: Pipeline | None = None) -> None:
         self.cluster = cluster
         self.topic = topic
         self.history = history
         self.group = group  # the workload's consumer group, which the member faults act on
+        self.pipeline = pipeline  # the spark-pipeline drill's Spark job, which driver and executor faults act on
         self.applied = 0
 
     def start(self, fault: ScheduledFault) -> Callable[[], None]:
@@ -227,6 +242,8 @@ class Nemesis:
             return self._kip101_divergence(fault)
         if FAULTS[fault.fault].targets == GROUP:
             return self._member_fault(fault)
+        if FAULTS[fault.fault].targets in (SPARK_DRIVER, SPARK_EXECUTOR):
+            return self._pipeline_fault(fault)
         target = self._resolve(fault.target)
         # a fault on a partition's leader or follower names the partition: the report measures its failover
         about = {"partition": int(fault.target.partition(":")[2])} if ":" in fault.target else {}
@@ -321,6 +338,38 @@ class Nemesis:
         def healed() -> None:
             heal()
             self.history.record("fault", fault=fault.fault, target=name, phase="end", detail=after)
+
+        return healed
+
+    def _pipeline_fault(self, fault: ScheduledFault) -> Callable[[], None]:
+        """The Spark driver or one executor JVM SIGKILLed now; the driver started again from its checkpoint, or
+        the executor's successor awaited, when the duration is up."""
+        pipeline = self.pipeline
+        if pipeline is None:
+            raise RuntimeError(f"the drill runs no Spark pipeline for {fault.fault}")
+        heal: Callable[[], str]
+        if fault.fault == "driver-kill":
+            target = f"driver pid {pipeline.kill_driver()}"
+
+            def heal() -> str:
+                pipeline.start()
+                return f"driver started again from its checkpoint (start {pipeline.starts})"
+        else:
+            killed = pipeline.kill_executor()
+            target = f"executor pid {killed}"
+
+            def heal() -> str:
+                return f"executors running again: pids {', '.join(map(str, pipeline.wait_executors(killed)))}"
+        self.history.record("fault", fault=fault.fault, target=target, phase="start",
+                            detail=FAULTS[fault.fault].description)
+        self.applied += 1
+
+        def healed() -> None:
+            try:
+                detail = heal()
+            except RuntimeError as exc:  # recorded: the read-back then shows what the pipeline did without it
+                detail = f"not healed: {exc}"
+            self.history.record("fault", fault=fault.fault, target=target, phase="end", detail=detail)
 
         return healed
 

@@ -9,14 +9,18 @@ Phases, each announced, with a progress line every few seconds (elapsed time, fa
 2. schedule: made from the seed (or loaded with `--replay REPORT_DIR`), printed, saved as OUT/schedule.json;
 3. workload: the drill's topic created, then producers, a live consumer and a poller start (drill/workload.py),
    and the members of a consumer group where the scenario has one (or `--group-protocol` is given: then at
-   least GROUP_MEMBERS_ON_REQUEST, so that the scenario's faults meet that protocol);
+   least GROUP_MEMBERS_ON_REQUEST, so that the scenario's faults meet that protocol); where the scenario runs a
+   Spark pipeline (drill/pipeline.py), its output and commit-log topics are created and its driver started
+   (its query running) before the producers;
 4. faults: the schedule applied, each fault healed when its duration is up;
 5. heal: every process running again, every ISR full, the producers flushed;
 6. read back: every partition to its high watermark (the consumer group's members, once they have read up to
-   it too, closed first);
+   it too, closed first); then a pipeline's output, once it holds a row for every input record read back (its
+   driver stopped cleanly first, then read to the output's high watermarks);
 7. check: the history checked (drill/checker.py), OUT/report.json and OUT/report.html written.
-Exit status: 0 when every invariant holds, 1 when one is broken, 2 for a bad argument or a cluster that does
-not come up.
+Exit status: 0 when every invariant holds, 1 when one is broken, 2 for a bad argument, a cluster that does
+not come up, or an environment that cannot run the scenario (the spark-pipeline drill without the [spark] extra
+or Java).
 
 Rules:
 - Every client and the nemesis write their own history file under OUT/history: the checker and the report read
@@ -46,6 +50,7 @@ from epoch_broker.broker import events
 from epoch_broker.drill import admin, checker, launcher, report
 from epoch_broker.drill.history import HistoryWriter, read_history
 from epoch_broker.drill.nemesis import Nemesis, ScheduledFault, load_schedule, save_schedule
+from epoch_broker.drill.pipeline import CATCH_UP_S, OUTPUT_READER, Pipeline, missing_extra, read_output
 from epoch_broker.drill.replicas import replica_logs
 from epoch_broker.drill.scenarios import Scenario, scenarios
 from epoch_broker.drill.targets import ComposeCluster, LocalCluster, Target
@@ -63,6 +68,8 @@ from epoch_broker.drill.workload import (
 )
 
 TOPIC = "drill"
+OUTPUT_TOPIC = "drill-output"  # a Spark pipeline's (drill/pipeline.py), shaped as TOPIC
+COMMIT_LOG_TOPIC = "drill-pipeline-commits"  # its exactly-once sink's commit log, replicated as TOPIC
 # docker-compose.yml's PLAINTEXT listeners, published and advertised on 127.0.0.1 (no /etc/hosts lines needed)
 COMPOSE_BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
 PROGRESS_EVERY_S = 2.0
@@ -124,6 +131,8 @@ def say(message: str) -> None:
 
 
 def run(scenario: Scenario, args: argparse.Namespace) -> int:
+    if scenario.pipeline and (missing := missing_extra()):
+        raise DrillError(missing)
     if args.replay is not None:
         about, schedule = load_schedule(args.replay / "schedule.json")
         if about.get("scenario") != scenario.name:
@@ -220,15 +229,27 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
 
     phase("workload")
     create_topic(bootstrap, scenario)
+    if scenario.pipeline:
+        create_topic(bootstrap, scenario, OUTPUT_TOPIC)
+        create_topic(bootstrap, scenario, COMMIT_LOG_TOPIC, partitions=1, configs={"cleanup.policy": "compact"})
     wait_full_isr(cluster, scenario, "the topic's partitions led, with full ISRs")
     histories = [HistoryWriter(out / "history", name) for name in ("producer", "consumer", "poller", "nemesis",
-                                                                   "reader", "replicas", "probe")]
+                                                                   "reader", "replicas", "probe", "pipeline",
+                                                                   OUTPUT_READER)]
     (producer_history, consumer_history, poller_history, nemesis_history, reader_history, replicas_history,
-     probe_history) = histories
+     probe_history, pipeline_history, output_history) = histories
     logs = client_logger(out / "client.log")
     workers: list[Worker] = []
     group: ConsumerGroup | None = None
+    pipeline: Pipeline | None = None
     try:
+        if scenario.pipeline:
+            pipeline = Pipeline(bootstrap, TOPIC, OUTPUT_TOPIC, COMMIT_LOG_TOPIC, out / "pipeline", pipeline_history)
+            say(f"  starting the Spark pipeline's driver (log: {pipeline.log})")
+            try:
+                pipeline.start()
+            except RuntimeError as exc:
+                raise DrillError(str(exc)) from exc
         producers = (TransactionalProducer(bootstrap, TOPIC, scenario.partitions, producer_history, logs)
                      if scenario.transactional else
                      Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs, scenario.acks)).start()
@@ -240,7 +261,7 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
         poller = Poller(running, TOPIC, poller_history).start()
         probe = EpochProbe(running, TOPIC, probe_history).start() if scenario.probe else None
         workers += [producers, consumer, poller, *([probe] if probe else [])]
-        nemesis = Nemesis(cluster, TOPIC, nemesis_history, group)
+        nemesis = Nemesis(cluster, TOPIC, nemesis_history, group, pipeline)
 
         def status() -> str:
             polled = f", group {group.read} ({len(group.members)} members)" if group is not None else ""
@@ -273,6 +294,14 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
             say(f"  consumer group {GROUP_ID} ({protocol}): {group.started} members started over the drill, "
                 f"{group.read} records polled")
         say(f"  {read_back(bootstrap, TOPIC, ends, reader_history, logs)} records read back up to {ends}")
+        if pipeline is not None:
+            wanted = {(event["partition"], event["offset"]) for event in read_history(out / "history")
+                      if event["client"] == reader_history.client and event["op"] == "read"}
+            rows, caught_up = read_output(bootstrap, TOPIC, OUTPUT_TOPIC, scenario.partitions, wanted, pipeline,
+                                          output_history, logs)
+            say(f"  {rows} rows of the pipeline's output read back ({pipeline.starts} driver starts)"
+                + ("" if caught_up else f"; it had not written a row for every input record within "
+                                        f"{CATCH_UP_S:.0f} s"))
         logs_on_disk = replica_logs_caught_up(cluster, ends)
         for replica in logs_on_disk:
             replicas_history.record("replica_log", **replica)
@@ -281,6 +310,8 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
     finally:
         for worker in workers:  # stopped already unless the drill failed midway: their histories close next
             worker.stop()
+        if pipeline is not None:
+            pipeline.stop()
         if group is not None:
             group.stop()
             group.close()
@@ -330,16 +361,19 @@ def apply_schedule(schedule: list[ScheduledFault], duration: float, nemesis: Nem
         time.sleep(0.05)
 
 
-def create_topic(bootstrap: str, scenario: Scenario) -> None:
+def create_topic(bootstrap: str, scenario: Scenario, topic: str = TOPIC, partitions: int | None = None,
+                 configs: dict[str, str] | None = None) -> None:
+    """`topic` shaped as the scenario says (its partitions unless given; its configs plus `configs`)."""
     client = AdminClient({"bootstrap.servers": bootstrap})
-    futures = client.create_topics([NewTopic(TOPIC, num_partitions=scenario.partitions,
-                                             replication_factor=scenario.replication, config=scenario.configs)])
+    futures = client.create_topics([NewTopic(topic, num_partitions=partitions or scenario.partitions,
+                                             replication_factor=scenario.replication,
+                                             config={**scenario.configs, **(configs or {})})])
     try:
-        futures[TOPIC].result(60)
+        futures[topic].result(60)
     except KafkaException as exc:
         if "TOPIC_ALREADY_EXISTS" not in str(exc):
-            raise DrillError(f"cannot create topic {TOPIC}: {exc}") from exc
-        raise DrillError(f"topic {TOPIC} already exists in the cluster: drill a fresh cluster") from exc
+            raise DrillError(f"cannot create topic {topic}: {exc}") from exc
+        raise DrillError(f"topic {topic} already exists in the cluster: drill a fresh cluster") from exc
 
 
 def partitions_state(cluster: Target) -> dict[tuple[str, int], admin.PartitionState]:

@@ -40,6 +40,7 @@ class Scenario:
     transactional: bool = False  # the producer writes transactions (drill/workload.py's TransactionalProducer)
     group_members: int = 0  # members of the workload's consumer group at the start (drill/workload.py's ConsumerGroup)
     group_protocol: str = "classic"  # the consumers' group.protocol unless --group-protocol says
+    pipeline: bool = False  # runs a Spark streaming query from the topic to OUTPUT_TOPIC (drill/pipeline.py)
     # a scenario with a fixed shape (a rolling restart) plans its own schedule; others draw from `faults`
     plan: Callable[[int, float, list[str], int], list[ScheduledFault]] | None = None
 
@@ -63,6 +64,7 @@ def scenarios() -> dict[str, Scenario]:
         network_partition,
         power_loss,
         rolling_restart,
+        spark_pipeline,
         stale_leader,
         transactions,
         unclean_truncation,
@@ -72,7 +74,7 @@ def scenarios() -> dict[str, Scenario]:
     return {module.SCENARIO.name: module.SCENARIO for module in (
         leader_kill, zombie_follower, kip101_scenario_1, kip101_scenario_2, unclean_truncation, stale_leader,
         kip207_offsets, isr_churn, controller_loss, rolling_restart, power_loss, disk_faults, network_partition,
-        transactions, consumer_group_churn, chaos)}
+        transactions, consumer_group_churn, spark_pipeline, chaos)}
 
 
 def _options(scenario: Scenario) -> str:
@@ -92,6 +94,9 @@ def _options(scenario: Scenario) -> str:
                      " (`--group-protocol`)")
     if scenario.probe:
         parts.append("the epoch probe (Produce to stale leaders)")
+    if scenario.pipeline:
+        parts.append("a Spark streaming query (`local-cluster[2,1,1024]`, the [spark] extra and Java) from the topic "
+                     "to `drill-output`, exactly once")
     return "; ".join(parts)
 
 
