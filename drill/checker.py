@@ -693,10 +693,11 @@ def _pipeline(history: _History) -> tuple[Invariant, Invariant]:
         if source is not None and source["value"].upper() == row["source_value"]:
             made[tp, row["source_offset"]].append(row)
             continue
-        key = next((aborted[record] for record in aborted
-                    if record[0] == tp and record[1].upper() == row["source_value"]), None)
+        transaction = next((aborted[record] for record in aborted
+                            if record[0] == tp and record[1].upper() == row["source_value"]), None)
         found.add(f"{where}: from {_name(tp)} offset {row['source_offset']}, "
-                  + (f"a record of transaction {key[1]} of {key[0]}, aborted" if key is not None else
+                  + (f"a record of transaction {transaction[1]} of {transaction[0]}, aborted"
+                     if transaction is not None else
                      "which the input's final log does not hold" if source is None else
                      f"where the input's final log holds {source['value']!r}"))
     for (tp, offset), source in sorted(committed.items()):

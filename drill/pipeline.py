@@ -219,7 +219,7 @@ def read_output(bootstrap: str, input_topic: str, topic: str, partitions: int, w
         for message in consumer.consume(num_messages=1000, timeout=0.5):
             if message.error() is not None:
                 continue
-            value = message.value().decode()
+            value = (message.value() or b"").decode()  # the sink writes every row with a value
             key = message.key()
             source = parse_output(value)
             history.record("output", topic=topic, partition=message.partition(), offset=message.offset(),

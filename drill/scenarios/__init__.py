@@ -132,7 +132,8 @@ Every drill's checker checks every [invariant](#invariants); each scenario names
 
 What the nemesis can do to a cluster; a scenario draws its schedule from its own list, seeded (`--seed`). A
 target `leader` or `follower` (of a partition), `txn-coordinator` or `group-coordinator` is resolved when the
-fault is applied; `group` is a member of the drill's consumer group. The broker's fault hooks they set are in
+fault is applied; `group` is a member of the drill's consumer group, `spark-driver` and `spark-executor` the
+spark-pipeline drill's Spark job. The broker's fault hooks they set are in
 [faults.md](faults.md).
 
 {faults}

@@ -1,5 +1,7 @@
 """spark-pipeline: its plan holds each of its three faults once, in an order drawn from the seed, then more drawn
-from them while the duration lasts, each a gap apart in which the query runs a few micro-batches."""
+from them while the duration lasts, each a gap apart in which the query runs a few micro-batches. A driver-kill is
+followed by DRIVER_START_S more: the driver's start (a JVM, two executors, the query resumed) takes 10-20 s on two
+loaded cores, and the heal waits for it; without it the faults after one would come back to back."""
 
 import random
 
@@ -8,6 +10,7 @@ from epoch_broker.drill.scenarios import PRODUCER_INVARIANTS, Scenario
 
 PIPELINE_FAULTS = ("leader-kill", "executor-kill", "driver-kill")
 GAP_S = (2.0, 4.0)  # between faults: a few 500 ms triggers
+DRIVER_START_S = 15.0
 
 
 def plan(seed: int, duration_s: float, brokers: list[str], partitions: int) -> list[ScheduledFault]:
@@ -24,7 +27,7 @@ def plan(seed: int, duration_s: float, brokers: list[str], partitions: int) -> l
         target = {"driver-kill": SPARK_DRIVER, "executor-kill": SPARK_EXECUTOR}.get(
             name, f"leader:{rng.randrange(partitions)}")
         schedule.append(ScheduledFault(round(at, 2), name, target, length))
-        at += length + rng.uniform(*GAP_S)
+        at += length + rng.uniform(*GAP_S) + (DRIVER_START_S if name == "driver-kill" else 0.0)
 
 
 SCENARIO = Scenario(

@@ -21,7 +21,8 @@ TOPIC = "t"
 CLEAN = {0: 5, 1: 3}  # partition -> records in the clean drill
 INVARIANTS = ["lost", "duplicated", "inconsistent_offsets", "non_monotonic", "unseen", "epoch_regression",
               "latest_regression", "undetected_truncation", "replicas_consistent", "epoch_fenced_produce",
-              "aborted_read", "partial_transaction", "poll_skip", "nonmonotonic_poll", "owned_twice", "unconsumed"]
+              "aborted_read", "partial_transaction", "poll_skip", "nonmonotonic_poll", "owned_twice", "unconsumed",
+              "pipeline_exactly_once", "pipeline_order"]
 
 
 class Drill:
