@@ -158,7 +158,8 @@ FAULTS: dict[str, FaultKind] = {
                                 (0.5, 2.0)),
     "driver-kill": FaultKind("SIGKILL the spark-pipeline drill's Spark driver with everything it started (its JVM, "
                              "the executors, their Python workers) mid-query; after the duration it starts again "
-                             "from its checkpoint (the same query id: micro-batches it had not finished run again)",
+                             "from its checkpoint (the same query id: micro-batches it had not finished run again), "
+                             "healed once its query completed a micro-batch",
                              SPARK_DRIVER, (2.0, 4.0)),
     "executor-kill": FaultKind("SIGKILL one executor JVM of the spark-pipeline drill's Spark job: its tasks fail and "
                                "run again on the new executor Spark's worker starts (awaited when the duration is "
@@ -352,8 +353,8 @@ class Nemesis:
             target = f"driver pid {pipeline.kill_driver()}"
 
             def heal() -> str:
-                pipeline.start()
-                return f"driver started again from its checkpoint (start {pipeline.starts})"
+                pipeline.start(first_batch=True)
+                return f"driver started again from its checkpoint, a micro-batch run (start {pipeline.starts})"
         else:
             killed = pipeline.kill_executor()
             target = f"executor pid {killed}"

@@ -14,7 +14,8 @@ which the nemesis kills (the driver, or one executor JVM), and the read-back of 
   pipe, as the launcher's processes). `driver-kill` SIGKILLs the whole process group (the driver's Python, its
   JVM, the executors and their Python workers: what a lost driver host takes with it); the driver started again
   resumes from its checkpoint, with the same query id, so the sink's transactional ids and commit log carry over
-  and a micro-batch run again writes only what had not committed.
+  and a micro-batch run again writes only what had not committed. The fault is healed once the new driver's query
+  completed a micro-batch, so that the next fault meets a query at work.
 - The transform is stateless and maps back: key = the input value's stream ("p0" of "p0-17", the input partition
   the drill's producer wrote it to), value = "<partition>:<offset>:<VALUE>", the input's partition and offset and
   its value upper-cased. Keyed rows of one stream all land in one output partition, in the order written.
@@ -48,6 +49,7 @@ from epoch_broker.drill.history import HistoryWriter
 MASTER = "local-cluster[2,1,1024]"
 TRIGGER = "500 milliseconds"
 READY = "pipeline: query running"
+BATCH = "pipeline: batch "  # a micro-batch completed (the driver's progress line)
 EXECUTOR_MAIN = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 OUTPUT_READER = "pipeline-reader"
 START_TIMEOUT_S = 240.0  # a driver's start to its query running: a JVM and two executors on a loaded 2-core host
@@ -96,22 +98,26 @@ class Pipeline:
         self.starts = 0
         directory.mkdir(parents=True, exist_ok=True)
 
-    def start(self) -> None:
-        """Start the driver and wait for its query to run; RuntimeError (with the log's tail) if it does not."""
-        ready_before = self._log_text().count(READY)
+    def start(self, first_batch: bool = False) -> None:
+        """Start the driver and wait for its query to run (and, with `first_batch`, to complete a micro-batch:
+        a driver started again has resumed its work); RuntimeError (with the log's tail) if it does not."""
+        log = self._log_text()
+        ready_before, batches_before = log.count(READY), log.count(BATCH)
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
         self.starts += 1
         self.history.record("driver", phase="start", pid=self.process.pid, detail=f"start {self.starts}")
         deadline = time.monotonic() + START_TIMEOUT_S
-        while self._log_text().count(READY) <= ready_before:
+        while ((log := self._log_text()).count(READY) <= ready_before
+               or (first_batch and log.count(BATCH) <= batches_before)):
             if self.process.poll() is not None:
                 self._exited()
                 raise RuntimeError(f"the pipeline's driver exited with status {self.process.returncode} before its "
                                    f"query ran:\n{self._tail()}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the pipeline's query did not run within {START_TIMEOUT_S:.0f} s:\n{self._tail()}")
+                raise RuntimeError(f"the pipeline's query did not run{' a micro-batch' if first_batch else ''} within "
+                                   f"{START_TIMEOUT_S:.0f} s:\n{self._tail()}")
             time.sleep(0.2)
         self.history.record("driver", phase="ready", pid=self.process.pid, detail=None)
 
@@ -158,7 +164,10 @@ class Pipeline:
         """Stop the driver cleanly (its stdin closed: the query stops, then the session); SIGKILL past
         STOP_TIMEOUT_S. Nothing of it is left running."""
         process = self.process
-        if process is None or process.poll() is not None:
+        if process is None or process.returncode is not None:
+            return  # never started, or its end recorded already
+        if process.poll() is not None:  # it ended on its own: its status and last lines say why
+            self._exited()
             return
         with contextlib.suppress(OSError):
             assert process.stdin is not None
@@ -205,8 +214,8 @@ class Pipeline:
 def read_output(bootstrap: str, input_topic: str, topic: str, partitions: int, wanted: set[tuple[int, int]],
                 pipeline: Pipeline, history: HistoryWriter, logger: logging.Logger) -> tuple[int, bool]:
     """`output` events for every row of the output (read_committed) once `wanted` (the input's final log:
-    (partition, offset)) all have one, or CATCH_UP_S passed; the driver stopped, then on to the output's high
-    watermarks. (rows read, whether the pipeline caught up)."""
+    (partition, offset)) all have one, CATCH_UP_S passed or the driver ended on its own; the driver stopped, then
+    on to the output's high watermarks. (rows read, whether the pipeline caught up)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "drill-pipeline-reader",
                          "enable.auto.commit": False, "isolation.level": "read_committed", "logger": logger})
     assigned = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)]
@@ -233,7 +242,7 @@ def read_output(bootstrap: str, input_topic: str, topic: str, partitions: int, w
 
     try:
         deadline = time.monotonic() + CATCH_UP_S
-        while not wanted <= seen and time.monotonic() < deadline:
+        while not wanted <= seen and time.monotonic() < deadline and pipeline.running():
             consume()
         caught_up = wanted <= seen
         pipeline.stop()
@@ -277,7 +286,7 @@ def driver(bootstrap: str, input_topic: str, output_topic: str, commit_log: str,
             pass
 
         def onQueryProgress(self, event: Any) -> None:
-            print(f"pipeline: batch {event.progress.batchId}: {event.progress.numInputRows} rows", flush=True)
+            print(f"{BATCH}{event.progress.batchId}: {event.progress.numInputRows} rows", flush=True)
 
         def onQueryIdle(self, event: Any) -> None:
             pass

@@ -1,7 +1,8 @@
 """spark-pipeline: its plan holds each of its three faults once, in an order drawn from the seed, then more drawn
 from them while the duration lasts, each a gap apart in which the query runs a few micro-batches. A driver-kill is
-followed by DRIVER_START_S more: the driver's start (a JVM, two executors, the query resumed) takes 10-20 s on two
-loaded cores, and the heal waits for it; without it the faults after one would come back to back."""
+followed by DRIVER_START_S more: the driver's start (a JVM, two executors, the query resumed and a micro-batch run)
+takes 15-30 s on two loaded cores, and the heal waits for it; without it the faults after one would come back to
+back, and a driver killed again before its first micro-batch ended would never let the query commit one."""
 
 import random
 
@@ -10,7 +11,7 @@ from epoch_broker.drill.scenarios import PRODUCER_INVARIANTS, Scenario
 
 PIPELINE_FAULTS = ("leader-kill", "executor-kill", "driver-kill")
 GAP_S = (2.0, 4.0)  # between faults: a few 500 ms triggers
-DRIVER_START_S = 15.0
+DRIVER_START_S = 20.0
 
 
 def plan(seed: int, duration_s: float, brokers: list[str], partitions: int) -> list[ScheduledFault]:
