@@ -24,8 +24,8 @@ which the nemesis kills (the driver, or one executor JVM), and the read-back of 
   source_topic, source_partition, source_offset, source_value, null where the value does not parse). It reads
   until every record of the input's final log has a row (or CATCH_UP_S pass), then stops the driver cleanly and
   reads on to the output's high watermarks.
-- A driver's life is recorded as `driver` events (client "pipeline": phase start, ready, exit with its status,
-  stop), so the report shows when the query ran.
+- A driver's life is recorded as `driver` events (client "pipeline": phase start, ready, batch (its first
+  micro-batch completed, when awaited), exit with its status, stop), so the report shows when the query ran.
 """
 
 from __future__ import annotations
@@ -101,25 +101,33 @@ class Pipeline:
     def start(self, first_batch: bool = False) -> None:
         """Start the driver and wait for its query to run (and, with `first_batch`, to complete a micro-batch:
         a driver started again has resumed its work); RuntimeError (with the log's tail) if it does not."""
-        log = self._log_text()
-        ready_before, batches_before = log.count(READY), log.count(BATCH)
+        before = self._log_text()
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
         self.starts += 1
         self.history.record("driver", phase="start", pid=self.process.pid, detail=f"start {self.starts}")
         deadline = time.monotonic() + START_TIMEOUT_S
-        while ((log := self._log_text()).count(READY) <= ready_before
-               or (first_batch and log.count(BATCH) <= batches_before)):
+        self._wait_for(READY, before.count(READY), "its query ran", deadline)
+        self.history.record("driver", phase="ready", pid=self.process.pid, detail="its query runs")
+        if first_batch:
+            self._wait_for(BATCH, before.count(BATCH), "its query completed a micro-batch", deadline)
+            self.history.record("driver", phase="batch", pid=self.process.pid,
+                                detail="its query completed a micro-batch")
+
+    def _wait_for(self, line: str, seen: int, what: str, deadline: float) -> None:
+        """Until the log holds more than `seen` lines starting `line`; RuntimeError if the driver exits first or
+        the deadline passes."""
+        assert self.process is not None
+        while self._log_text().count(line) <= seen:
             if self.process.poll() is not None:
                 self._exited()
-                raise RuntimeError(f"the pipeline's driver exited with status {self.process.returncode} before its "
-                                   f"query ran:\n{self._tail()}")
+                raise RuntimeError(f"the pipeline's driver exited with status {self.process.returncode} before "
+                                   f"{what}:\n{self._tail()}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the pipeline's query did not run{' a micro-batch' if first_batch else ''} within "
-                                   f"{START_TIMEOUT_S:.0f} s:\n{self._tail()}")
+                raise RuntimeError(f"the pipeline's driver started {START_TIMEOUT_S:.0f} s ago and not yet {what}:"
+                                   f"\n{self._tail()}")
             time.sleep(0.2)
-        self.history.record("driver", phase="ready", pid=self.process.pid, detail=None)
 
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None

@@ -6,6 +6,8 @@
   records per second as bars; truncations the consumer reported marked in red.
 - Where the drill ran a consumer group: the consumers' group protocol, and one row per partition showing which
   member held it over time (from its on_assign to its on_revoke, on_lost or end), a colour per member.
+- Where the drill ran a Spark pipeline (spark-pipeline): its input records and output rows, and its driver's life
+  (each start, its query running, each SIGKILL or exit, the clean stop) with times.
 - The anomalies with their example records, the schedule, and the cluster's own timeline: every leader, ISR,
   fencing, truncation and fault event its nodes logged (broker/events.py), merged by time; on the partition
   timelines, leader changes are ticks above the band and truncations dashed red lines.
@@ -48,6 +50,7 @@ def render(document: dict[str, Any], history_dir: Path) -> str:
              _failovers(document.get("failover_s", [])), _invariants(check), _figures(check["figures"]),
              "<h2>Timeline</h2>",
              _timelines(events, document.get("cluster_events", [])), _holders(events),
+             _pipeline(events, check["figures"]),
              _anomalies(check), _schedule(document["schedule"]),
              _cluster_events(document.get("cluster_events", []), events[0]["time"] if events else 0.0),
              "</body></html>"]
@@ -97,6 +100,20 @@ def _holders(events: list[Event]) -> str:
                        f"{partition} from {h.start['time'] - origin:.3f} s {_e(how)}</title></rect>")
     out.append("</svg>")
     return "".join(out)
+
+
+def _pipeline(events: list[Event], figures: dict[str, Any]) -> str:
+    """The Spark pipeline's rows in and out, and a row per event of its driver's life."""
+    life = [e for e in events if e["op"] == "driver"]
+    if not life and "pipeline_output" not in figures:
+        return ""
+    origin = events[0]["time"]
+    rows = "".join(f"<tr><td>{e['time'] - origin:.3f}</td><td>{_e(e['phase'])}</td><td>{e['pid']}</td>"
+                   f"<td>{_e(e.get('status', ''))}</td><td>{_e(e.get('detail') or '')}</td></tr>" for e in life)
+    return (f"<h2>Spark pipeline</h2><p id='pipeline'>{figures.get('pipeline_input', 0)} input records (the input's "
+            f"final read_committed log), {figures.get('pipeline_output', 0)} output rows read read_committed, "
+            f"{figures.get('driver_starts', 0)} driver starts</p><table><tr><th>s</th><th>driver</th><th>pid</th>"
+            f"<th>status</th><th>detail</th></tr>{rows}</table>")
 
 
 def _failovers(times: list[float]) -> str:

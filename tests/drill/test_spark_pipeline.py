@@ -148,3 +148,5 @@ def test_a_spark_pipeline_drill_copies_every_committed_record_once_in_order_thro
     log = (out / "pipeline" / "driver.log").read_text()
     assert len({line.split()[-1] for line in log.splitlines() if line.startswith("pipeline: query running")}) == 1
     assert not [e for e in events if e["op"] == "driver" and e["phase"] == "stop" and e["status"] != 0]
+    page = (out / "report.html").read_text()
+    assert "id='pipeline'" in page and f"{figures['pipeline_output']} output rows" in page
