@@ -6,6 +6,7 @@ schedule holding a leader kill, an executor kill and a driver kill."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -150,3 +151,16 @@ def test_a_spark_pipeline_drill_copies_every_committed_record_once_in_order_thro
     assert not [e for e in events if e["op"] == "driver" and e["phase"] == "stop" and e["status"] != 0]
     page = (out / "report.html").read_text()
     assert "id='pipeline'" in page and f"{figures['pipeline_output']} output rows" in page
+
+
+def test_without_the_spark_extra_the_drill_says_so_in_one_line_and_exits_2(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow" / "pyspark"  # a pyspark that cannot be imported, ahead of the installed one
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('No module named pyspark')\n")
+    run = subprocess.run([sys.executable, "-m", "epoch_broker", "drill", "spark-pipeline", "--out",
+                          str(tmp_path / "report")], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(shadow.parent)})
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert run.stderr.splitlines() == ["epoch-broker drill: the spark-pipeline drill needs the [spark] extra (pip "
+                                       "install 'epoch-broker[spark]'): No module named pyspark"]
+    assert "starting a controller" not in run.stdout
