@@ -7,7 +7,16 @@ per GB moved (produce + consume, psutil cpu_times of the broker pid), peak RSS, 
 first Metadata answer. Each broker is started fresh per run; a run does every case. Figures are the median
 of the runs with (min-max); ratios are ours / Tansu (MB/s: higher is better; CPU-s/GB and RSS: lower is).
 
+`--settings user` (issue 32's table): the clients as users set them, one fresh broker per workload, the brokers
+interleaved within each repeat. Producer acks=1, linger.ms 5, batch.size 1 MiB, no compression, no idempotence,
+as fast as it can; consumer assign() at offset 0, fetch.wait.max.ms 100, fetch.queue.backoff.ms 10; librdkafka's
+defaults otherwise. Workloads: 200,000 x 100 B on 1 and on 8 partitions, 100,000 x 1 KB on 500, 20,000 x 10 KB on
+1. Produce MB/s from the first produce() to the last acknowledgement, consume MB/s from the first record received
+to the last, delivery p50/p99 (librdkafka's per-record latency, produce() to its report), and broker work CPU: the
+broker process's CPU seconds from the first produce to the last record consumed.
+
     python -m bench.bench_broker [--runs 3] [--scale 1.0] [--only ours|tansu] [--compression none|lz4|...]
+                                 [--settings user|tuned|both]
 """
 
 from __future__ import annotations
@@ -104,20 +113,33 @@ def consume(bootstrap: str, topic: str, count: int, partitions: int, client: dic
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}",
                   **(TUNED_CONSUMER if settings is None else settings), **(client or {})})
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    got = 0
     t0 = time.perf_counter()
-    deadline = t0 + 300
     try:
-        while got < count:
-            if time.perf_counter() > deadline:
-                raise TimeoutError(f"consumed {got}/{count} in 300 s")
-            for m in c.consume(10_000, 1.0):
-                if m.error() is not None:
-                    raise KafkaException(m.error())
-                got += 1
-        return time.perf_counter() - t0
+        _, last, _ = read_all(c, count)
+        return last - t0
     finally:
         c.close()
+
+
+def read_all(c: Consumer, count: int, batch: int = 10_000) -> tuple[float, float, int]:
+    """Poll an assigned consumer, `batch` records at most per call, until it has `count` records: perf_counter()
+    when the first poll that returned records returned and when the last one did, and how many records that
+    first poll returned (they arrived before its return, so a first-to-last rate leaves them out)."""
+    got = 0
+    first = 0.0
+    first_batch = 0
+    deadline = time.perf_counter() + 300
+    while got < count:
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"consumed {got}/{count} in 300 s")
+        messages = c.consume(batch, 1.0)
+        for m in messages:
+            if m.error() is not None:
+                raise KafkaException(m.error())
+        if messages and got == 0:
+            first, first_batch = time.perf_counter(), len(messages)
+        got += len(messages)
+    return first, time.perf_counter(), first_batch
 
 
 def run_case(b: BrokerProc, size: int, partitions: int, mbytes: float, compression: str) -> CaseResult:
@@ -140,12 +162,15 @@ def run_once(which: str, scale: float, workdir: Path, compression: str) -> RunRe
         return RunResult(which, b.ready_s * 1000, b.rss.peak / MB, cases)
 
 
-# Clients as users configure them (issue 18): the producer acks=1, linger.ms 5, batch.size 1 MB and librdkafka's
-# defaults otherwise; the consumer only fetch.wait.max.ms 100. (record size, partitions, records)
-USER_CASES: list[tuple[int, int, int]] = [(10_000, 1, 20_000), (100, 1, 200_000), (100, 8, 200_000),
-                                         (1_000, 500, 100_000)]
-USER_PRODUCER = {"acks": 1, "linger.ms": 5, "batch.size": 1_000_000}
-USER_CONSUMER = {"fetch.wait.max.ms": 100}
+# Clients as users configure them (issues 18 and 32), librdkafka's defaults otherwise. (record size, partitions,
+# records), in the order of issue 32's table.
+USER_CASES: list[tuple[int, int, int]] = [(100, 1, 200_000), (100, 8, 200_000), (1_000, 500, 100_000),
+                                         (10_000, 1, 20_000)]
+USER_PRODUCER = {"acks": 1, "linger.ms": 5, "batch.size": 1_048_576, "compression.type": "none",
+                 "enable.idempotence": False}
+# fetch.queue.backoff.ms 10: librdkafka's own 1 s backoff on a full local queue would otherwise set the pace
+USER_CONSUMER = {"fetch.wait.max.ms": 100, "fetch.queue.backoff.ms": 10}
+USER_POLL = 500  # records per consume() call of the timing loop
 
 
 @dataclass
@@ -167,16 +192,24 @@ def run_user_case(which: str, workdir: Path, size: int, partitions: int, records
     with start(workdir) as b:
         topic = f"user-{size}-{partitions}"
         create_topic(b.bootstrap, topic, partitions)
-        cpu0 = b.cpu_seconds()
         latencies: list[float] = []
         payload = payload_of(size, "none")
-        tp = send_all(Producer({"bootstrap.servers": b.bootstrap, **USER_PRODUCER}), topic, records, partitions,
-                      lambda _: payload, latencies)
-        tc = consume(b.bootstrap, topic, records, partitions, settings=USER_CONSUMER)
-        cpu = b.cpu_seconds() - cpu0
+        producer = Producer({"bootstrap.servers": b.bootstrap, **USER_PRODUCER})
+        cpu0 = b.cpu_seconds()
+        tp = send_all(producer, topic, records, partitions, lambda _: payload, latencies)
+        consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": f"bench-{topic}", **USER_CONSUMER})
+        try:
+            consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+            # small polls, so that the first one (left out of the rate) is a small share of the records
+            first, last, first_batch = read_all(consumer, records, USER_POLL)
+            cpu = b.cpu_seconds() - cpu0  # at the last record: the consumer's close is not the workload's
+        finally:
+            consumer.close()
     latencies.sort()
     mbytes = records * size / MB
-    return UserCaseResult(which, size, partitions, records, mbytes / tp, mbytes / tc,
+    consumed_mb = (records - first_batch) * size / MB
+    return UserCaseResult(which, size, partitions, records, mbytes / tp,
+                          consumed_mb / (last - first) if last > first else float("nan"),
                           latencies[len(latencies) // 2] * 1000, latencies[int(len(latencies) * 0.99)] * 1000, cpu)
 
 
@@ -189,26 +222,50 @@ def run_user_cases(which: str, workdir: Path, scale: float) -> list[UserCaseResu
     return results
 
 
-def summarize_user(runs: list[list[UserCaseResult]]) -> dict[str, Any]:
+USER_METRICS = (("produce_mb_s", "produce MB/s", 1), ("consume_mb_s", "consume MB/s", 1),
+                ("delivery_p50_ms", "delivery p50 ms", 1), ("delivery_p99_ms", "delivery p99 ms", 1),
+                ("cpu_s", "broker work CPU-s", 2))
+
+
+def summarize_user(runs: list[list[UserCaseResult]], scale: float = 1.0) -> dict[str, Any]:
+    """Two tables: every metric as median (min-max) for both brokers, and issue 32's shape, one row per workload
+    with ours / Tansu of the medians and, in brackets, the min-max of the per-repeat ratios (ours and Tansu of
+    the same repeat ran back to back)."""
     cases = [case for run in runs for case in run]
-    rows: list[list[str]] = []
 
     def vals(broker: str, key: str, size: int, partitions: int) -> list[float]:
         return [float(getattr(c, key)) for c in cases
                 if c.broker == broker and c.size == size and c.partitions == partitions]
 
+    def name(size: int, partitions: int, records: int) -> str:
+        return f"{max(1, int(records * scale)):,} x {size} B, {partitions}p"
+
+    rows: list[list[str]] = []
+    ratio_rows: list[list[str]] = []
     for size, partitions, records in USER_CASES:
-        for key, label in (("produce_mb_s", "produce MB/s"), ("consume_mb_s", "consume MB/s"),
-                           ("delivery_p50_ms", "delivery p50 ms"), ("delivery_p99_ms", "delivery p99 ms"),
-                           ("cpu_s", "broker CPU-s")):
-            digits = 2 if key == "cpu_s" else 1
-            rows.append([f"{records:,} x {size} B, {partitions}p",
-                         *compare_row(label, vals("ours", key, size, partitions),
-                                         vals("tansu", key, size, partitions), digits)])
+        ratio_row = [name(size, partitions, records)]
+        for key, label, digits in USER_METRICS:
+            ours, tansu = vals("ours", key, size, partitions), vals("tansu", key, size, partitions)
+            rows.append([name(size, partitions, records), *compare_row(label, ours, tansu, digits)])
+            if key == "delivery_p50_ms":
+                continue
+            if ours and tansu and all(tansu) and spread(tansu)[0]:
+                pairs = [o / t for o, t in zip(ours, tansu, strict=True)]
+                ratio_row.append(f"{spread(ours)[0] / spread(tansu)[0]:.2f}x ({min(pairs):.2f}-{max(pairs):.2f}): "
+                                 f"{spread(ours)[0]:.{digits}f} vs {spread(tansu)[0]:.{digits}f}")
+            else:
+                ratio_row.append("-")
+        ratio_rows.append(ratio_row)
     header = ["workload", "metric", "ours", "tansu", "ours/tansu"]
-    print_table("bench_broker, clients as users set them (acks=1, linger.ms 5, batch.size 1 MB; consumer "
-                "fetch.wait.max.ms 100): median (min-max), fresh broker per workload", header, rows)
-    return {"header": header, "rows": rows}
+    settings = ("producer acks=1, linger.ms 5, batch.size 1 MiB, no compression, no idempotence; consumer assign() "
+                "at 0, fetch.wait.max.ms 100, fetch.queue.backoff.ms 10")
+    print_table(f"bench_broker, clients as users set them ({settings}): median (min-max) of "
+                f"{len(runs) // len({c.broker for c in cases})} repeats, fresh broker per workload", header, rows)
+    ratio_header = ["workload", "produce", "consume", "delivery p99", "broker work CPU"]
+    if any(r[1] != "-" for r in ratio_rows):
+        print_table("ours / Tansu of the medians (min-max of the per-repeat ratios): ours vs Tansu "
+                    "(MB/s, ms, CPU-s)", ratio_header, ratio_rows)
+    return {"header": header, "rows": rows, "ratio_header": ratio_header, "ratio_rows": ratio_rows}
 
 
 def summarize(runs: list[RunResult], compression: str = "none") -> dict[str, Any]:
@@ -255,7 +312,7 @@ def main(argv: list[str] | None = None) -> None:
         user_runs = alternate_runs("epoch-bench-user-", args.runs, args.only,
                                    lambda which, workdir: run_user_cases(which, workdir, args.scale),
                                    lambda r: ", ".join(f"{c.consume_mb_s:.1f}" for c in r) + " consume MB/s")
-        table = summarize_user(user_runs)
+        table = summarize_user(user_runs, args.scale)
         path = write_results("bench_broker_user", {"scale": args.scale, "table": table,
                                                    "runs": [[asdict(c) for c in r] for r in user_runs]})
         print(f"results: {path}")
