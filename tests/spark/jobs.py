@@ -12,8 +12,8 @@
         raises; master local[2,4], so Spark tries it again) or "kill" (its executor JVM is SIGKILLed; master
         local-cluster).
     python -m tests.spark.jobs exactly_once_stream BOOTSTRAP SOURCE OUTPUT CHECKPOINT
-        a streaming copy of SOURCE to OUTPUT through the exactly-once sink, Trigger.AvailableNow; prints the
-        micro-batches it ran.
+        a streaming copy of SOURCE to OUTPUT through the exactly-once sink (transactionalIdPrefix STREAM_PREFIX),
+        Trigger.AvailableNow; prints the micro-batches it ran.
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ def executors(bootstrap: str, topic: str) -> None:
 
 
 ROWS, BATCH_ROWS = 400, 20
+STREAM_PREFIX = "eos-stream-"  # exactly_once_stream's transactionalIdPrefix: its transactions among a broker's
 # Rows padded so that a few fill the 64 KiB buffers between Spark's JVM and its Python workers: rows sent before a
 # failure then reach the sink (a worker flushes a full buffer), which small rows would wait in a buffer for.
 PAD = b"." * 4000
@@ -161,8 +162,8 @@ def exactly_once_stream(bootstrap: str, source: str, output: str, checkpoint: st
     query = (spark.readStream.format("kafka-epoch").option("kafka.bootstrap.servers", bootstrap)
              .option("subscribe", source).load().select("key", "value")
              .writeStream.format("kafka-epoch").option("kafka.bootstrap.servers", bootstrap).option("topic", output)
-             .option("exactlyOnce", "true").option("checkpointLocation", checkpoint).trigger(availableNow=True)
-             .start())
+             .option("exactlyOnce", "true").option("transactionalIdPrefix", STREAM_PREFIX)
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
     query.awaitTermination()
     print(f"batches {[p['batchId'] for p in query.recentProgress]}", flush=True)
     spark.stop()

@@ -19,7 +19,7 @@ from epoch_broker.client.blocking import BlockingKafkaClient
 from epoch_broker.drill.admin import alter_faults
 from epoch_broker.protocol.messages import list_transactions
 from tests.helpers import BrokerProcess, not_yet, wait_for_sync
-from tests.spark.jobs import PAD
+from tests.spark.jobs import PAD, STREAM_PREFIX
 from tests.spark.support import create, produce, read_back
 
 pytestmark = pytest.mark.slow
@@ -36,12 +36,13 @@ def run_job(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def sink_transactions(bootstrap: str) -> dict[str, str]:
-    """The sink's transactional ids and their states (ListTransactions)."""
+    """The streaming job's transactional ids and their states (ListTransactions; the broker also holds the other
+    tests' transactions)."""
     with BlockingKafkaClient.connect(bootstrap) as client:
         answer = client.request(list_transactions.API, 0, list_transactions.REQUEST.cls(
             state_filters=[], producer_id_filters=[]))
     return {t.transactional_id: t.transaction_state for t in answer.transaction_states
-            if t.transactional_id.startswith("epoch-spark-")}
+            if t.transactional_id.startswith(STREAM_PREFIX)}
 
 
 def assert_each_row_once(bootstrap: str, topic: str, partitions: int, expected: list[bytes]) -> None:
