@@ -6,8 +6,6 @@ ranges cutting batches, and bodies cut short or with a byte changed."""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import shutil
 import struct
 import sysconfig
@@ -35,21 +33,10 @@ from epoch_broker.protocol.records import (
     parse_header,
     stamp,
 )
+from tests.protocol.builds import is_compiled, pure_python
 
-
-def pure_python() -> ModuleType:
-    """The same file as a plain Python module, whatever the installed build is."""
-    path = record_columns.__file__.rsplit("/", 1)[0] + "/record_columns.py"
-    loader = importlib.machinery.SourceFileLoader("record_columns_pure", path)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-PURE = pure_python()
-COMPILED = record_columns.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+PURE = pure_python(record_columns)
+COMPILED = is_compiled(record_columns)
 Row = tuple[int, int, int, int, bytes | None, bytes | None, list | None]  # offset, ms, type, epoch, key, value, headers
 Bodies = list[tuple[bytes, BatchHeader]]
 INT64 = range(-(1 << 63), 1 << 63)

@@ -3,8 +3,6 @@ elsewhere: the two must agree on every body, valid or not, value for value and e
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import shutil
 import struct
 import sysconfig
@@ -18,21 +16,10 @@ from hypothesis import strategies as st
 from epoch_broker.protocol import record_scan
 from epoch_broker.protocol.errors import CorruptRecordError, InvalidRecordError
 from epoch_broker.protocol.records import Compression, batch_body, build_batch, parse_header
+from tests.protocol.builds import is_compiled, pure_python
 
-
-def pure_python() -> ModuleType:
-    """The same file as a plain Python module, whatever the installed build is."""
-    path = record_scan.__file__.rsplit("/", 1)[0] + "/record_scan.py"
-    loader = importlib.machinery.SourceFileLoader("record_scan_pure", path)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-PURE = pure_python()
-COMPILED = record_scan.__file__.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+PURE = pure_python(record_scan)
+COMPILED = is_compiled(record_scan)
 
 
 def test_the_install_compiled_the_scanner_where_a_c_compiler_and_the_python_headers_exist() -> None:
