@@ -55,7 +55,7 @@ SKIP_DIRS = {".venv", "node_modules", ".git", "build"}
 #   replica (ReplicaManager, partitions, fetchers; it reaches the controller by its channel), then handlers
 #   (KafkaApis), then app (BrokerServer: wires everything).
 BROKER_ORDER = (
-    "services", "events", "reference", "faults", "file_budget", "principal",
+    "eager", "services", "events", "reference", "faults", "file_budget", "principal",
     "config",
     "security",
     "metadata", "groups", "transactions",

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from epoch_broker.broker.eager import start_eagerly
 from epoch_broker.broker.groups.classic_group import ClassicGroup
 from epoch_broker.broker.groups.classic_protocol import JoinResult, SyncResult
 from epoch_broker.broker.groups.consumer_group import ConsumerGroup
@@ -324,23 +325,24 @@ class GroupCoordinator:
         TxnOffsetCommit (the partition refuses a stale epoch with INVALID_PRODUCER_EPOCH). Managers reach it as
         `ShardRuntime.append`.
 
-        The append is started here, as a task: `append_internal` appends in its first step and tasks start in
-        creation order, so records land in the order of these calls, whoever awaits them (a write nobody waits
-        for, such as a group turning empty, still precedes a later tombstone of the same group).
+        The append happens here, before this returns (`append_internal` started eagerly: it appends before its
+        first wait, for replication), so records land in the order of these calls, whoever awaits them (a write
+        nobody waits for, such as a group turning empty, still precedes a later tombstone of the same group); on
+        one broker the future is done at once and the request awaiting it goes on without a loop trip.
         """
-        loop = asyncio.get_running_loop()
         if not entries:
-            done = loop.create_future()
+            done = asyncio.get_running_loop().create_future()
             done.set_result(None)
             return done
         timestamp = self.now_ms()
         producer_id, producer_epoch = producer or (-1, -1)
         batch = build_batch([(key, value, (), timestamp) for key, value in entries], producer_id=producer_id,
                             producer_epoch=producer_epoch, is_transactional=producer is not None)
-        task = loop.create_task(self.broker.replica_manager.append_internal(OFFSETS_TOPIC, partition, batch))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        appended = start_eagerly(self.broker.replica_manager.append_internal(OFFSETS_TOPIC, partition, batch))
+        if not appended.done():  # waiting for followers: stop() waits for it
+            self._tasks.add(appended)
+            appended.add_done_callback(self._tasks.discard)
+        return appended
 
     def spawn(self, write: Awaitable[Any]) -> None:
         """A write that no request waits for: logged if it fails; `stop()` waits for it."""

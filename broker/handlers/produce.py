@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from epoch_broker.broker.eager import start_eagerly
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.replica.partition import AppendResult
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
@@ -87,19 +88,24 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if acks == 0:
         return None
     if acks == -1:
-        waited_from = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        waited_from = loop.time()
         await _wait_for_replication(results, max(request.timeout_ms, 0) / 1000)
-        context.remote_s = asyncio.get_running_loop().time() - waited_from
+        context.remote_s = loop.time() - waited_from
     return _response(context, results)
 
 
 async def _wait_for_replication(results: list, timeout_s: float) -> None:
     appended = [(partition, result) for _, partition_results in results
                 for _, partition, result in partition_results if result.error == ErrorCode.NONE]
-    errors = await asyncio.gather(*(partition.wait_for_replication(result.last_offset, result.leader_epoch, timeout_s)
-                                    for partition, result in appended))
-    for (_, result), error in zip(appended, errors, strict=True):
-        result.error = error
+    # started eagerly: with no follower to wait for (one broker) each is done at once, and the answer goes out
+    # without a loop trip; otherwise they wait together
+    waits = [start_eagerly(partition.wait_for_replication(result.last_offset, result.leader_epoch, timeout_s))
+             for partition, result in appended]
+    if not all(wait.done() for wait in waits):
+        await asyncio.gather(*waits)
+    for (_, result), wait in zip(appended, waits, strict=True):
+        result.error = wait.result()
 
 
 def _response(context: RequestContext[BrokerServices], results: list) -> Any:

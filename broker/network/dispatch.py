@@ -194,6 +194,7 @@ class Dispatcher:
         self.faults = services.faults  # the request rules of the process's fault catalogue
         self.role = role
         self.registry = load_handlers(role)
+        self.loop = asyncio.get_running_loop()  # kept: asking for it costs a getpid() syscall on Python 3.11
         # Requests wait for this until the process has registered and caught up with the metadata (a socket
         # bound early, so that its real port can be registered, must not serve the old epochs meanwhile).
         self.ready = asyncio.Event()
@@ -213,7 +214,7 @@ class Dispatcher:
                 exc.request, error_response(exc.served.api, exc.request.body, ErrorCode.ILLEGAL_SASL_STATE))
         assert isinstance(registration, Registration)
         api = registration.api
-        loop = asyncio.get_running_loop()
+        loop = self.loop
         context = RequestContext(api.key, request.api_version, request.correlation_id, request.client_id,
                                  self.services, peer, request.unsupported, self.role, listener,
                                  connection.principal, connection,
@@ -249,7 +250,7 @@ class Dispatcher:
                 raise CloseConnection(f"fault hook dropped {api.name}")
             if rule.error is not None:
                 return error_response(api, body, rule.error)
-        context.queue_s = asyncio.get_running_loop().time() - context.received_at
+        context.queue_s = self.loop.time() - context.received_at
         controller_decides = self.role == CONTROLLER and api.key not in CONNECTION_APIS
         controller = cast(ControllerServices, self.services)
         if controller_decides and not controller.acting:

@@ -595,8 +595,8 @@ class Partition:
         NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrinks below min.insync.replicas, REQUEST_TIMED_OUT at the
         timeout.
         """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
+        loop: asyncio.AbstractEventLoop | None = None  # not asked for until needed: a getpid() on Python 3.11
+        deadline = 0.0
         while True:
             if not self.is_leader or self.leading_since_epoch > appended_in_epoch:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -604,6 +604,9 @@ class Partition:
                 return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
             if self.log.high_watermark > offset:
                 return ErrorCode.NONE
+            if loop is None:
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + timeout_s
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return ErrorCode.REQUEST_TIMED_OUT
