@@ -9,12 +9,16 @@ Rules:
   is taken from the buffer only when the previous response is written. While a request is in flight (a long
   poll too) and a whole frame is buffered behind it, reading stops: what one connection holds is bounded by
   one read and one frame, however many requests are written without reading the answers.
+- A request starts in the callback that read it (broker/eager.py): one that never waits is answered there,
+  with no task and no loop trip; one that waits goes on as the connection's in-flight task. A pipelined request
+  behind one answered at once is taken in a later callback, so that one client cannot hold the loop.
 - Nor is a request taken while the client does not read its responses (the transport asked us to pause
   writing): a client that never reads cannot make the broker queue answers for it.
 - `CloseConnection` from the dispatcher closes the connection after the responses before it are written.
-- Response parts are bytes-like, written with one writev, or `FileRecords` (segment byte ranges), sent with
-  `os.sendfile` straight from the page cache when nothing is queued ahead of them in the transport; when
-  something is (a slow reader), the rest is read with `os.pread` and queued, so order is kept.
+- Response parts are bytes-like or `FileRecords` (segment byte ranges). The bytes and every range under
+  `SENDFILE_MIN_BYTES` (read with `os.pread`) go out in one writev; a larger range is sent with `os.sendfile`
+  straight from the page cache when nothing is queued ahead of it in the transport; when something is (a slow
+  reader), the rest is read with `os.pread` and queued, so order is kept.
 - A new connection past `max.connections`, past `max.connections.per.ip` for its address, or past what the
   file-descriptor budget leaves (`connection_budget`: the open-files limit less what the logs hold and a
   headroom for checkpoints and the controller) is closed at once, with a WARNING at most once a second:
@@ -37,6 +41,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from epoch_broker.broker.eager import start_eagerly
 from epoch_broker.broker.network.dispatch import CloseConnection, Dispatcher
 from epoch_broker.broker.security.listeners import Listener
 from epoch_broker.broker.security.tls import principal_of
@@ -47,6 +52,9 @@ from epoch_broker.storage.file_records import FileRecords
 log = logging.getLogger(__name__)
 
 PLAINTEXT_LISTENER = Listener()  # `start`'s default: no TLS, no SASL
+# A file range smaller than this is read and sent in the response's one writev: a sendfile of its own would cost
+# a syscall, and a packet, for each partition of a fetch that returns a little from many.
+SENDFILE_MIN_BYTES = 32 * 1024
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -56,7 +64,7 @@ class KafkaConnection(asyncio.Protocol):
         self.decoder = FrameDecoder(server.max_frame_size)
         # this connection's request rules; remade with the principal once the TLS peer is known
         self.protocol = ServerConnection(server.dispatcher.registry, listener.sasl)
-        self.in_flight: asyncio.Task | None = None  # the one request being handled
+        self.in_flight: asyncio.Future | None = None  # the one request waiting on something (a task)
         self.transport: Any = None
         self.socket_fd = -1
         self.peer = ""
@@ -130,9 +138,21 @@ class KafkaConnection(asyncio.Protocol):
         if frame is None:
             self.resume_requests()
             return
-        self.in_flight = self.server.loop.create_task(self.server.dispatcher.handle_frame(
-            frame, self.peer, self.protocol, self.listener.name, self.last_read))
-        self.in_flight.add_done_callback(self._on_done)
+        answer = start_eagerly(self.server.dispatcher.handle_frame(
+            frame, self.peer, self.protocol, self.listener.name, self.last_read), self.server.loop)
+        if answer.done():  # answered without waiting, in this callback
+            if not self._answered(answer) or not self.server.accepting:
+                return
+            if self.decoder.buffered and self._frame_waiting():
+                # a pipelined request: taken in a later callback, so that other connections get their turn, and
+                # nothing more read meanwhile (what the connection holds stays one read and one frame)
+                self.pause_requests()
+                self.server.loop.call_soon(self._take_next)
+            elif not self.writing_paused:
+                self.resume_requests()  # paused while the frame just answered waited its turn
+            return
+        self.in_flight = answer
+        answer.add_done_callback(self._on_done)
         if self.decoder.buffered and self._frame_waiting():
             self.pause_requests()
 
@@ -153,72 +173,80 @@ class KafkaConnection(asyncio.Protocol):
             self.reading = True
             self.transport.resume_reading()
 
-    def _on_done(self, task: asyncio.Task) -> None:
-        """Write the finished request's response, then take the next one."""
+    def _on_done(self, task: asyncio.Future) -> None:
+        """The request in flight finished: answer it, then take the next one."""
         self.in_flight = None
-        if self.closing or task.cancelled():
+        if self._answered(task) and self.server.accepting:
+            self._take_next()
+
+    def _answered(self, answer: asyncio.Future) -> bool:
+        """Write a finished request's response (or close the connection as it says); whether it stays open."""
+        if self.closing or answer.cancelled():
             self.server.idle_or_done()
-            return
-        exc = task.exception()
+            return False
+        exc = answer.exception()
         if exc is not None:
             if isinstance(exc, CloseConnection):
                 log.info("closing %s: %s", self.peer, exc)
             else:
                 log.error("closing %s: request failed", self.peer, exc_info=exc)
             self.close()
-            return
-        parts = task.result()
+            return False
+        parts = answer.result()
         if parts is not None:
             self._write(parts)
             if self.closing:  # the client went away while it was written
                 self.server.idle_or_done()
-                return
+                return False
         if self.protocol.close_after_response:
             log.info("closing %s: authentication failed or refused", self.peer)
             self.close()
-            return
+            return False
         self.last_activity = self.server.loop.time()
-        if self.server.accepting:
-            self._take_next()
         self.server.idle_or_done()
+        return True
 
     def _write(self, parts: list) -> None:
+        """One writev for the response's bytes and its small file ranges; sendfile for the large ones."""
         assert self.transport is not None
         pending: list = []
         for part in parts:
-            if isinstance(part, FileRecords):
+            if not isinstance(part, FileRecords):
+                pending.append(part)
+                continue
+            for fd, position, size in part.slices:
+                if self.socket_fd < 0 or size < SENDFILE_MIN_BYTES:
+                    pending.append(os.pread(fd, size, position))
+                    continue
                 if pending:
                     self.transport.writelines(pending)
                     pending = []
-                self._send_file(part)
+                self._send_file(fd, position, size)
                 if self.closing:
                     return
-            else:
-                pending.append(part)
         if pending:
             self.transport.writelines(pending)
 
-    def _send_file(self, records: FileRecords) -> None:
+    def _send_file(self, fd: int, position: int, size: int) -> None:
         assert self.transport is not None
-        for fd, position, size in records.slices:
-            if self.socket_fd >= 0 and self.transport.get_write_buffer_size() == 0:
-                # Nothing queued ahead of us: the kernel copies page cache to socket, no Python bytes.
-                try:
-                    while size:
-                        sent = os.sendfile(self.socket_fd, fd, position, size)
-                        if sent == 0:
-                            break
-                        position += sent
-                        size -= sent
-                except (BlockingIOError, InterruptedError):
-                    pass  # socket buffer full: queue the rest below, behind nothing
-                except (BrokenPipeError, ConnectionResetError) as exc:
-                    # the client went away mid-answer (a consumer closing while its fetch was answered)
-                    log.info("closing %s: %s while sending records", self.peer, exc.strerror)
-                    self.close()
-                    return
-            if size:
-                self.transport.write(os.pread(fd, size, position))
+        if self.transport.get_write_buffer_size() == 0:
+            # Nothing queued ahead of us: the kernel copies page cache to socket, no Python bytes.
+            try:
+                while size:
+                    sent = os.sendfile(self.socket_fd, fd, position, size)
+                    if sent == 0:
+                        break
+                    position += sent
+                    size -= sent
+            except (BlockingIOError, InterruptedError):
+                pass  # socket buffer full: queue the rest below, behind nothing
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                # the client went away mid-answer (a consumer closing while its fetch was answered)
+                log.info("closing %s: %s while sending records", self.peer, exc.strerror)
+                self.close()
+                return
+        if size:
+            self.transport.write(os.pread(fd, size, position))
 
     def pause_writing(self) -> None:
         # The client reads slower than we answer: take no request (and read none) until it catches up.

@@ -11,6 +11,7 @@ import pytest
 
 from epoch_broker.broker.app import Broker
 from epoch_broker.broker.config import build_config
+from epoch_broker.broker.network.server import SENDFILE_MIN_BYTES
 from epoch_broker.client.aio import ConnectionClosed, KafkaClient
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import (
@@ -103,6 +104,24 @@ async def test_produce_then_fetch_by_topic_id_returns_the_stamped_batches(client
     payload = bytes(data.records)
     assert [r.value for r in records_of(payload)] == [b"a", b"b", b"c"]
     assert [h.partition_leader_epoch for _, h in iter_batches(payload)] == [0, 0]
+
+
+async def test_a_fetch_mixing_small_and_large_ranges_answers_every_partition_whole_and_in_order(
+        client: KafkaClient) -> None:
+    """Ranges under SENDFILE_MIN_BYTES go out in the response's writev, larger ones by sendfile between them:
+    the client reads the same bytes either way, each partition's records where the response puts them."""
+    topic = await create_topic(client, "mixed", partitions=4)
+    values = {0: [b"s0"], 1: [b"L" * 100_000, b"l" * 70_000], 2: [b"s2", b"t2"], 3: [b"M" * 40_000]}
+    assert SENDFILE_MIN_BYTES < 40_000  # partitions 1 and 3 are sent with sendfile, 0 and 2 in the writev
+    for partition, written in values.items():
+        assert (await produce_to(client, "mixed", batch(*written), partition=partition)).error_code == 0
+    request = fetch.REQUEST.cls(max_wait_ms=0, min_bytes=1, max_bytes=1 << 24, topics=[fetch.REQUEST.FetchTopic(
+        topic="mixed", topic_id=topic.topic_id, partitions=[
+            fetch.REQUEST.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1 << 20) for p in values])])
+    response = await client.request(fetch.API, 16, request)
+    answered = {p.partition_index: [r.value for r in records_of(bytes(p.records))]
+                for p in response.responses[0].partitions}
+    assert answered == values
 
 
 async def test_produce_with_bad_acks_or_a_corrupt_batch_appends_nothing(client: KafkaClient) -> None:

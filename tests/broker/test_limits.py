@@ -99,6 +99,35 @@ async def test_a_flood_of_pipelined_requests_never_read_keeps_memory_bounded_and
     assert served_s < 10  # a liveness bound, generous: the answer is not stuck behind the flood
 
 
+def test_a_connection_reads_again_once_the_requests_pipelined_in_one_write_are_answered(
+        broker: BrokerProcess) -> None:
+    """Ten ApiVersions in one write: each is answered at once (no task), the next taken in a later callback with
+    reading paused meanwhile; once the last is answered the connection reads again, so an eleventh is answered."""
+
+    def api_versions_frame(correlation_id: int) -> bytes:
+        header = struct.pack(">hhih", api_versions.API.key, 0, correlation_id, -1)
+        return struct.pack(">i", len(header)) + header
+
+    def read_answer(sock: socket.socket) -> int:
+        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+        return int(struct.unpack(">i", _read_exactly(sock, size)[:4])[0])
+
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as sock:
+        sock.sendall(b"".join(api_versions_frame(i) for i in range(10)))
+        assert [read_answer(sock) for _ in range(10)] == list(range(10))
+        sock.sendall(api_versions_frame(10))
+        assert read_answer(sock) == 10
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk, "the broker closed the connection"
+        data += chunk
+    return data
+
+
 async def test_pipelined_requests_take_effect_in_the_order_sent(broker: BrokerProcess) -> None:
     """Without waiting for answers, 200 produces to one partition on one connection: their offsets follow the
     order sent (Kafka handles one request per connection at a time)."""
