@@ -4,6 +4,12 @@
 above the configured maximum, or a negative one, raises `FrameTooLarge`/`FrameError` as soon as the 4 size
 bytes arrive, before anything is allocated for the body: the caller closes the connection, as Kafka does.
 Frames come out as `bytearray`, so a broker can stamp offsets and leader epochs into record batches in place.
+
+Two ways in, which may be mixed: `receive_data(chunk)` (the bytes were read elsewhere), or `get_buffer()` then
+`buffer_updated(n)` (asyncio's BufferedProtocol: the socket is read straight into our memory). Either way, once
+a frame of at least `large_frame_bytes` is next and its size prefix is in, its body gets a buffer of its own,
+exactly its size, and the rest of it is read straight into that (`get_buffer` offers no more than the body
+still missing, so a read never runs into the next frame): a 1 MiB Produce is copied by nobody but the kernel.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ import struct
 
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
+LARGE_FRAME_BYTES = 64 * 1024  # a body this large is read into its own buffer
+READ_CHUNK_BYTES = 64 * 1024  # what `get_buffer` offers outside a large body
 
 
 class FrameError(Exception):
@@ -26,20 +34,64 @@ class FrameTooLarge(FrameError):
 
 
 class FrameDecoder:
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME, large_frame_bytes: int = LARGE_FRAME_BYTES) -> None:
         self.max_frame_size = max_frame_size
+        self.large_frame_bytes = large_frame_bytes
         self._buffer = bytearray()
         self._need = -1  # size of the frame being received, -1 while its length prefix is incomplete
+        self._large: bytearray | None = None  # the body of the large frame next, read into place
+        self._large_filled = 0
+        self._read_chunk: bytearray | None = None  # get_buffer's memory outside a large body, made on first use
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        if self._large is not None:
+            taken = min(len(data), len(self._large) - self._large_filled)
+            self._large[self._large_filled:self._large_filled + taken] = data[:taken]
+            self._large_filled += taken
+            data = data[taken:]
+            if not data:
+                return
         self._buffer += data
+        self._start_large_body()
+
+    def get_buffer(self) -> memoryview:
+        """Where the next read goes: the rest of a large frame's body, or a chunk given to `buffer_updated`."""
+        if self._large is not None:
+            return memoryview(self._large)[self._large_filled:]
+        if self._read_chunk is None:
+            self._read_chunk = bytearray(READ_CHUNK_BYTES)
+        return memoryview(self._read_chunk)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        """`nbytes` were read into the buffer `get_buffer` gave."""
+        if self._large is not None:
+            self._large_filled += nbytes
+        else:
+            assert self._read_chunk is not None, "buffer_updated without get_buffer"
+            self.receive_data(memoryview(self._read_chunk)[:nbytes])
+
+    def _start_large_body(self) -> None:
+        """If the frame at the head of the buffer is large, valid and not whole yet, give its body its own buffer."""
+        buf = self._buffer
+        if self._large is not None or len(buf) < 4:
+            return
+        (size,) = _SIZE.unpack_from(buf, 0)
+        if size < self.large_frame_bytes or size > self.max_frame_size or len(buf) >= 4 + size:
+            return  # small, refused by next_frame (nothing allocated), or already whole
+        self._large = bytearray(size)
+        self._large_filled = len(buf) - 4
+        self._large[:self._large_filled] = memoryview(buf)[4:]
+        buf.clear()
+        self._need = -1
 
     @property
     def buffered(self) -> int:
-        return len(self._buffer)
+        return len(self._buffer) + (4 + self._large_filled if self._large is not None else 0)
 
     def has_frame(self) -> bool:
         """Whether a whole frame is buffered (raises like `next_frame` on a bad size prefix)."""
+        if self._large is not None:
+            return self._large_filled == len(self._large)
         if len(self._buffer) < 4:
             return False
         size = self._need if self._need >= 0 else _SIZE.unpack_from(self._buffer, 0)[0]
@@ -51,6 +103,12 @@ class FrameDecoder:
 
     def next_frame(self) -> bytearray | None:
         """The next whole frame (without its size prefix), or None until more data arrives."""
+        if self._large is not None:
+            if self._large_filled < len(self._large):
+                return None
+            large, self._large = self._large, None
+            self._start_large_body()  # what was read behind it (by receive_data) may begin another
+            return large
         buf = self._buffer
         if self._need < 0:
             if len(buf) < 4:
@@ -67,6 +125,7 @@ class FrameDecoder:
         frame = buf[4:end]
         del buf[:end]  # CPython bytearrays drop a prefix without moving the rest
         self._need = -1
+        self._start_large_body()
         return frame
 
 

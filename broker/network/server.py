@@ -1,8 +1,9 @@
 """Moves bytes between sockets and the dispatcher; nothing else.
 
 Rules:
-- Frames are split by `FrameDecoder`; a frame over `socket.request.max.bytes` (or a negative size) closes
-  the connection before its body is read, as Kafka does.
+- The socket is read straight into `FrameDecoder`'s memory (a BufferedProtocol: a large request's body into a
+  buffer of its own, copied by nobody but the kernel), which splits the frames; a frame over
+  `socket.request.max.bytes` (or a negative size) closes the connection before its body is read, as Kafka does.
 - One request at a time per connection, as Kafka's SocketServer mutes a channel until its response is sent:
   requests take effect in the order they were sent (50 pipelined offset commits commit 50 last, whatever
   replication acknowledges first), and responses go back in that order. A client may pipeline; the next frame
@@ -57,7 +58,7 @@ PLAINTEXT_LISTENER = Listener()  # `start`'s default: no TLS, no SASL
 SENDFILE_MIN_BYTES = 32 * 1024
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, server: KafkaServer, listener: Listener) -> None:
         self.server = server
         self.listener = listener
@@ -115,11 +116,15 @@ class KafkaConnection(asyncio.Protocol):
         self.decoder = FrameDecoder(0)  # drop what was buffered
         self.server.idle_or_done()
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        # the socket is read straight into the decoder's memory: a large request's body into its own buffer
+        return self.decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         if self.closing:
             return
         self.last_activity = self.last_read = self.server.loop.time()
-        self.decoder.receive_data(data)
+        self.decoder.buffer_updated(nbytes)
         self._take_next()
 
     def _take_next(self) -> None:

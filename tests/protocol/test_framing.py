@@ -65,3 +65,59 @@ def test_partial_frame_waits_for_more_data() -> None:
     assert decoder.next_frame() is None
     decoder.receive_data(b"llo")
     assert decoder.next_frame() == bytearray(b"hello")
+
+
+@given(st.lists(st.binary(max_size=64), max_size=8), st.data())
+def test_frames_survive_any_mix_of_reads_into_our_buffers_and_chunks_given(payloads: list[bytes],
+                                                                           data: st.DataObject) -> None:
+    """BufferedProtocol reads (get_buffer / buffer_updated, a read never larger than the buffer offered) mixed
+    with receive_data, frames taken as they complete or only at the end: the same frames, and frames of at
+    least `large_frame_bytes` (16 here) come out as the buffer their body was read into."""
+    stream = frames_of(payloads)
+    decoder = FrameDecoder(large_frame_bytes=16)
+    received: list[bytes] = []
+    position = 0
+    while position < len(stream):
+        want = data.draw(st.integers(1, 40))
+        if data.draw(st.booleans()):
+            target = decoder.get_buffer()
+            n = min(want, len(target), len(stream) - position)
+            target[:n] = stream[position:position + n]
+            decoder.buffer_updated(n)
+        else:
+            n = min(want, len(stream) - position)
+            decoder.receive_data(stream[position:position + n])
+        position += n
+        if data.draw(st.booleans()):
+            while (frame := decoder.next_frame()) is not None:
+                received.append(bytes(frame))
+    while (frame := decoder.next_frame()) is not None:
+        received.append(bytes(frame))
+    assert received == payloads
+    assert decoder.buffered == 0
+
+
+def test_a_large_body_is_read_into_its_own_buffer_and_no_read_runs_past_it() -> None:
+    decoder = FrameDecoder(large_frame_bytes=1024)
+    body = bytes(range(256)) * 8  # 2048 bytes
+    stream = frames_of([body, b"next"])
+    decoder.receive_data(stream[:100])
+    target = decoder.get_buffer()
+    assert len(target) == 2048 - 96  # exactly what the body still misses
+    target[:] = stream[100:4 + 2048]
+    decoder.buffer_updated(len(target))
+    assert decoder.has_frame()
+    frame = decoder.next_frame()
+    assert frame == bytearray(body) and isinstance(frame, bytearray)
+    decoder.receive_data(stream[4 + 2048:])
+    assert decoder.next_frame() == bytearray(b"next") and decoder.buffered == 0
+
+
+def test_an_oversized_prefix_read_through_get_buffer_is_refused_before_any_allocation() -> None:
+    decoder = FrameDecoder(max_frame_size=1024, large_frame_bytes=16)
+    target = decoder.get_buffer()
+    target[:4] = struct.pack(">i", 1 << 30)
+    decoder.buffer_updated(4)
+    assert len(decoder.get_buffer()) <= 64 * 1024  # no body buffer for the refused frame
+    with pytest.raises(FrameTooLarge):
+        decoder.next_frame()
