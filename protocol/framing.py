@@ -6,20 +6,37 @@ bytes arrive, before anything is allocated for the body: the caller closes the c
 Frames come out as `bytearray`, so a broker can stamp offsets and leader epochs into record batches in place.
 
 Two ways in, which may be mixed: `receive_data(chunk)` (the bytes were read elsewhere), or `get_buffer()` then
-`buffer_updated(n)` (asyncio's BufferedProtocol: the socket is read straight into our memory). Either way, once
-a frame of at least `large_frame_bytes` is next and its size prefix is in, its body gets a buffer of its own,
-exactly its size, and the rest of it is read straight into that (`get_buffer` offers no more than the body
-still missing, so a read never runs into the next frame): a 1 MiB Produce is copied by nobody but the kernel.
+`buffer_updated(n)` (asyncio's BufferedProtocol: the socket is read straight into our memory; outside a large
+body that memory is one chunk per thread, copied out by `buffer_updated` at once). Either way, once a frame
+of `large_frame_bytes` to `LARGE_FRAME_LIMIT` is next and its size prefix is in, its body gets a buffer of its
+own, exactly its size, and the rest of it is read straight into that (`get_buffer` offers no more than the
+body still missing, so a read never runs into the next frame): a 1 MiB Produce is copied by nobody but the
+kernel.
 """
 
 from __future__ import annotations
 
 import struct
+import threading
 
 _SIZE = struct.Struct(">i")
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 LARGE_FRAME_BYTES = 64 * 1024  # a body this large is read into its own buffer
+# ... up to this size: a larger one grows as its bytes arrive, so that four bytes of size prefix cannot make the
+# broker hold more than this per connection (Kafka's allocates the whole size at once)
+LARGE_FRAME_LIMIT = 2 * 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024  # what `get_buffer` offers outside a large body
+
+
+class _ReadChunk(threading.local):
+    """One read chunk per thread, shared by its decoders: `buffer_updated` copies out what was read before
+    another read can happen on that thread's loop, so 10,000 connections hold no 10,000 chunks."""
+
+    def __init__(self) -> None:
+        self.memory = memoryview(bytearray(READ_CHUNK_BYTES))
+
+
+_READ_CHUNK = _ReadChunk()
 
 
 class FrameError(Exception):
@@ -41,7 +58,6 @@ class FrameDecoder:
         self._need = -1  # size of the frame being received, -1 while its length prefix is incomplete
         self._large: bytearray | None = None  # the body of the large frame next, read into place
         self._large_filled = 0
-        self._read_chunk: bytearray | None = None  # get_buffer's memory outside a large body, made on first use
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         if self._large is not None:
@@ -58,17 +74,14 @@ class FrameDecoder:
         """Where the next read goes: the rest of a large frame's body, or a chunk given to `buffer_updated`."""
         if self._large is not None:
             return memoryview(self._large)[self._large_filled:]
-        if self._read_chunk is None:
-            self._read_chunk = bytearray(READ_CHUNK_BYTES)
-        return memoryview(self._read_chunk)
+        return _READ_CHUNK.memory
 
     def buffer_updated(self, nbytes: int) -> None:
         """`nbytes` were read into the buffer `get_buffer` gave."""
         if self._large is not None:
             self._large_filled += nbytes
         else:
-            assert self._read_chunk is not None, "buffer_updated without get_buffer"
-            self.receive_data(memoryview(self._read_chunk)[:nbytes])
+            self.receive_data(_READ_CHUNK.memory[:nbytes])
 
     def _start_large_body(self) -> None:
         """If the frame at the head of the buffer is large, valid and not whole yet, give its body its own buffer."""
@@ -76,8 +89,8 @@ class FrameDecoder:
         if self._large is not None or len(buf) < 4:
             return
         (size,) = _SIZE.unpack_from(buf, 0)
-        if size < self.large_frame_bytes or size > self.max_frame_size or len(buf) >= 4 + size:
-            return  # small, refused by next_frame (nothing allocated), or already whole
+        if not self.large_frame_bytes <= size <= min(self.max_frame_size, LARGE_FRAME_LIMIT) or len(buf) >= 4 + size:
+            return  # small, refused by next_frame (nothing allocated), past the limit, or already whole
         self._large = bytearray(size)
         self._large_filled = len(buf) - 4
         self._large[:self._large_filled] = memoryview(buf)[4:]

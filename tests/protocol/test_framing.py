@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from epoch_broker.protocol.framing import FrameDecoder, FrameError, FrameTooLarge, frame_size_prefix
+from epoch_broker.protocol.framing import (
+    LARGE_FRAME_LIMIT,
+    READ_CHUNK_BYTES,
+    FrameDecoder,
+    FrameError,
+    FrameTooLarge,
+    frame_size_prefix,
+)
 
 
 def frames_of(payloads: list[bytes]) -> bytes:
@@ -121,3 +128,12 @@ def test_an_oversized_prefix_read_through_get_buffer_is_refused_before_any_alloc
     assert len(decoder.get_buffer()) <= 64 * 1024  # no body buffer for the refused frame
     with pytest.raises(FrameTooLarge):
         decoder.next_frame()
+
+
+def test_a_size_prefix_past_the_large_frame_limit_reserves_nothing_up_front() -> None:
+    """Four bytes must not make a connection hold megabytes: past LARGE_FRAME_LIMIT the body grows as it comes."""
+    decoder = FrameDecoder(large_frame_bytes=16)
+    decoder.receive_data(struct.pack(">i", LARGE_FRAME_LIMIT + 1) + b"abc")
+    assert len(decoder.get_buffer()) <= READ_CHUNK_BYTES and decoder.buffered == 7
+    decoder.receive_data(b"x" * (LARGE_FRAME_LIMIT - 2))
+    assert decoder.next_frame() == bytearray(b"abc" + b"x" * (LARGE_FRAME_LIMIT - 2))
