@@ -240,6 +240,8 @@ class ReplicaFetcher:
                         self._truncate(answered, answer.leader_epoch, answer.end_offset, "OffsetForLeaderEpoch")
 
     async def _fetch(self, client: KafkaClient) -> None:
+        if self.faults.replication_paused:
+            return  # paused while truncating: a fetch now would tell the leader our log end all the same
         states = self._ready(truncating=False)
         if not states:
             await self._wait_for_work()
