@@ -466,9 +466,9 @@ Every key the broker accepts, with its type, default and meaning, grouped by con
   ignored, as a Kafka properties file carries many; a bad value stops the start with one line naming the key.
   DescribeConfigs answers them read-only, with where each value came from.
 - **Topic keys** are set per topic at creation (CreateTopics) and changed at run time (IncrementalAlterConfigs SET
-  and DELETE, AlterConfigs), through the controller; every broker applies a change at once. A topic without its
-  own value takes the broker key named as its synonym. An unknown topic key or a bad value is refused with
-  INVALID_CONFIG and nothing changes.
+  and DELETE, APPEND and SUBTRACT on a list key such as `cleanup.policy`; AlterConfigs), through the controller;
+  every broker applies a change at once. A topic without its own value takes the broker key named as its
+  synonym. An unknown topic key or a bad value is refused with INVALID_CONFIG and nothing changes.
 - The `fault.*` hooks, which a broker started with `fault.hooks.enable=true` takes at run time, are in
   [faults.md](faults.md).
 

@@ -11,9 +11,10 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from epoch_broker.broker.controller.config_control import TopicConfigChange
 from epoch_broker.broker.controller.controller import Controller
 from epoch_broker.broker.controller.replication_control import NewTopic, PartitionChangeResult, TopicResult
 from epoch_broker.broker.security.acl import AclBinding, AclBindingFilter
@@ -42,7 +43,7 @@ class ControllerChannel(Protocol):
     async def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
                                 validate_only: bool) -> tuple[ErrorCode, str | None]: ...
 
-    async def alter_topic_configs(self, name: str, changes: dict[str, str | None],
+    async def alter_topic_configs(self, name: str, changes: Mapping[str, TopicConfigChange],
                                   validate_only: bool) -> tuple[ErrorCode, str | None]:
         """Set (a value) or delete (None) topic configs; returns once this broker's metadata has the change."""
 
@@ -107,7 +108,7 @@ class EmbeddedChannel:
                                 validate_only: bool) -> tuple[ErrorCode, str | None]:
         return self.controller.create_partitions(name, count, assignments, validate_only)
 
-    async def alter_topic_configs(self, name: str, changes: dict[str, str | None],
+    async def alter_topic_configs(self, name: str, changes: Mapping[str, TopicConfigChange],
                                   validate_only: bool) -> tuple[ErrorCode, str | None]:
         return self.controller.alter_topic_configs(name, changes, validate_only)
 

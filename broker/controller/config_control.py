@@ -4,18 +4,62 @@ effective values the controller's decisions read.
 Rules:
 - Only keys of the topic catalogue (broker/config) are accepted, each value parsed by its key; a change with any
   unknown or invalid key changes nothing.
-- A change sets a value, or deletes it (None: back to the broker default); the record holds the topic's whole
-  override set, and a change that leaves it as it was writes nothing.
+- A change sets a value, deletes it (None: back to the broker default), or appends to or subtracts from a
+  list-typed one (`ListChange`, IncrementalAlterConfigs' APPEND and SUBTRACT, as Kafka's: the current value is
+  the topic's override, else the broker default; APPEND adds the items not there yet, in order; SUBTRACT removes
+  every one given; on a key of another type, INVALID_CONFIG). The record holds the topic's whole override set,
+  and a change that leaves it as it was writes nothing.
 - A broker's own configs (its properties, the fault hooks) are its process's, not metadata.
 """
 
 from __future__ import annotations
 
-from epoch_broker.broker.config import TOPIC_CONFIGS, BrokerConfig, topic_config, validate_topic_configs
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from epoch_broker.broker.config import (
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    ConfigType,
+    render_value,
+    topic_config,
+    validate_topic_configs,
+)
 from epoch_broker.broker.controller.controller_result import ControllerResult
 from epoch_broker.broker.metadata.image import MetadataCache, TopicState
 from epoch_broker.broker.metadata.records import TopicConfigRecord
 from epoch_broker.protocol.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class ListChange:
+    """APPEND (`append`) or SUBTRACT the `items` on a list-typed topic config."""
+
+    append: bool
+    items: tuple[str, ...]
+
+    @property
+    def operation(self) -> str:
+        return "APPEND" if self.append else "SUBTRACT"
+
+    def applied_to(self, current: str) -> str:
+        """The list `current` (comma-separated) after this change."""
+        parts = [part.strip() for part in current.split(",") if part.strip()]
+        if self.append:
+            return ",".join(parts + [item for item in dict.fromkeys(self.items) if item not in parts])
+        return ",".join(part for part in parts if part not in self.items)
+
+    @classmethod
+    def parse(cls, append: bool, value: str | None) -> ListChange:
+        return cls(append, tuple(item.strip() for item in (value or "").split(",") if item.strip()))
+
+
+TopicConfigChange = str | None | ListChange  # SET a value, DELETE (None), APPEND or SUBTRACT
+
+
+def current_text(config: BrokerConfig, overrides: Mapping[str, str], name: str) -> str:
+    """A topic config's value as text: its override, else the broker default, rendered as Kafka writes it."""
+    return overrides[name] if name in overrides else render_value(getattr(config, TOPIC_CONFIGS[name].attr))
 
 
 class ConfigurationControlManager:
@@ -26,17 +70,25 @@ class ConfigurationControlManager:
     def unclean_leader_election_enabled(self, topic: TopicState) -> bool:
         return bool(topic_config(self.config, topic.configs)["unclean.leader.election.enable"])
 
-    def alter_topic_configs(self, name: str, changes: dict[str, str | None],
+    def alter_topic_configs(self, name: str, changes: Mapping[str, TopicConfigChange],
                             validate_only: bool) -> ControllerResult[tuple[ErrorCode, str | None]]:
-        """Set or delete topic configs, as one TopicConfigRecord."""
+        """Set, delete, append to or subtract from topic configs, as one TopicConfigRecord."""
         topic = self.image.topics_by_name.get(name)
         if topic is None:
             return ControllerResult([], (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"))
         if unknown := [key for key in changes if key not in TOPIC_CONFIGS]:
             return ControllerResult([], (ErrorCode.INVALID_CONFIG, f"unknown or unsupported topic config {unknown[0]}"))
-        if (problem := validate_topic_configs({k: v for k, v in changes.items() if v is not None})) is not None:
+        not_lists = [(key, change) for key, change in changes.items()
+                     if isinstance(change, ListChange) and TOPIC_CONFIGS[key].type != ConfigType.LIST]
+        if not_lists:
+            key, change = not_lists[0]
+            return ControllerResult([], (ErrorCode.INVALID_CONFIG,
+                                         f"can't {change.operation} to key {key} because its type is not LIST"))
+        values = {key: change.applied_to(current_text(self.config, topic.configs, key))
+                  if isinstance(change, ListChange) else change for key, change in changes.items()}
+        if (problem := validate_topic_configs({k: v for k, v in values.items() if v is not None})) is not None:
             return ControllerResult([], (ErrorCode.INVALID_CONFIG, problem))
-        configs = {k: v for k, v in {**topic.configs, **changes}.items() if v is not None}
+        configs = {k: v for k, v in {**topic.configs, **values}.items() if v is not None}
         if validate_only or configs == topic.configs:
             return ControllerResult([], (ErrorCode.NONE, None))
         return ControllerResult([TopicConfigRecord(topic.topic_id, configs)], (ErrorCode.NONE, None),

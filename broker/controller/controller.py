@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from epoch_broker.broker import events
 from epoch_broker.broker.config import BrokerConfig
 from epoch_broker.broker.controller.acl_control import AclControlManager
 from epoch_broker.broker.controller.cluster_control import ClusterControlManager, HeartbeatResult
-from epoch_broker.broker.controller.config_control import ConfigurationControlManager
+from epoch_broker.broker.controller.config_control import ConfigurationControlManager, TopicConfigChange
 from epoch_broker.broker.controller.controller_result import ControllerResult, ControllerSteps
 from epoch_broker.broker.controller.producer_id_control import ProducerIdControlManager
 from epoch_broker.broker.controller.replication_control import (
@@ -267,7 +267,7 @@ class Controller:
                           validate_only: bool) -> tuple[ErrorCode, str | None]:
         return self._replay(self.replication.create_partitions(name, count, assignments, validate_only))
 
-    def alter_topic_configs(self, name: str, changes: dict[str, str | None],
+    def alter_topic_configs(self, name: str, changes: Mapping[str, TopicConfigChange],
                             validate_only: bool) -> tuple[ErrorCode, str | None]:
         return self._replay(self.configs.alter_topic_configs(name, changes, validate_only))
 

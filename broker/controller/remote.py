@@ -28,11 +28,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from epoch_broker.broker.config import DYNAMIC_TOPIC_CONFIG, BrokerConfig
 from epoch_broker.broker.controller.channel import OnRecords, Reassignment
+from epoch_broker.broker.controller.config_control import ListChange, TopicConfigChange, current_text
 from epoch_broker.broker.controller.replication_control import NewTopic, PartitionChangeResult, TopicResult
 from epoch_broker.broker.faults import CONTROLLER_PEER, NETWORK_PARTITION, BrokerFaults
 from epoch_broker.broker.metadata import metadata_log
@@ -401,14 +402,14 @@ class RemoteChannel:
             await self._until(lambda: name in topics and len(topics[name].partitions) >= count, "new partitions")
         return error, result.error_message
 
-    async def alter_topic_configs(self, name: str, changes: dict[str, str | None],
+    async def alter_topic_configs(self, name: str, changes: Mapping[str, TopicConfigChange],
                                   validate_only: bool) -> tuple[ErrorCode, str | None]:
         messages = incremental_alter_configs
         Resource, Config = messages.REQUEST.AlterConfigsResource, messages.REQUEST.AlterableConfig
         request = messages.REQUEST.cls(validate_only=validate_only, resources=[Resource(
-            resource_type=messages.TOPIC_RESOURCE, resource_name=name, configs=[
-                Config(name=key, config_operation=messages.DELETE if value is None else messages.SET, value=value)
-                for key, value in changes.items()])])
+            resource_type=messages.TOPIC_RESOURCE, resource_name=name,
+            configs=[Config(name=key, config_operation=_operation(change), value=_value(change))
+                     for key, change in changes.items()])])
         (result,) = (await self._write(incremental_alter_configs.API, request)).responses
         error = ErrorCode(result.error_code)
         if error == ErrorCode.NONE and not validate_only:
@@ -416,7 +417,7 @@ class RemoteChannel:
 
             def applied() -> bool:
                 configs = topics[name].configs if name in topics else {}
-                return all(configs.get(key) == value for key, value in changes.items())
+                return all(_holds(self.config, configs, key, change) for key, change in changes.items())
 
             await self._until(applied, f"the configs of topic {name}")
         return error, result.error_message
@@ -540,3 +541,22 @@ class RemoteChannel:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._requests.close()
         await self._fetches.close()
+
+
+def _operation(change: TopicConfigChange) -> int:
+    messages = incremental_alter_configs
+    if isinstance(change, ListChange):
+        return messages.APPEND if change.append else messages.SUBTRACT
+    return messages.DELETE if change is None else messages.SET
+
+
+def _value(change: TopicConfigChange) -> str | None:
+    return ",".join(change.items) if isinstance(change, ListChange) else change
+
+
+def _holds(config: BrokerConfig, overrides: Mapping[str, str], key: str, change: TopicConfigChange) -> bool:
+    """Whether a topic's configs show `change` made (an APPEND's items all there, a SUBTRACT's all gone)."""
+    if not isinstance(change, ListChange):
+        return overrides.get(key) == change
+    items = set(current_text(config, overrides, key).split(","))
+    return all((item in items) == change.append for item in change.items)

@@ -7,7 +7,10 @@ well (CLUSTER_AUTHORIZATION_FAILED, and nothing of that resource is applied). Re
 DELETE (1, back to the broker default) of the topic keys of the config catalogue (broker/config/catalogue.py),
 through the controller as one TopicConfigRecord; every broker applies it to its partitions (retention, segments,
 flushing, timestamps, min.insync.replicas) when it arrives, and the answer waits until the broker that answers has
-it. Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; an unknown key or a bad value: INVALID_CONFIG, nothing changed.
+it. APPEND (2) and SUBTRACT (3) on a list-typed topic key (`cleanup.policy`) add the comma-separated items not
+there yet to, or remove them from, the topic's current value (its override, else the broker default), decided
+by the controller as Kafka's ConfigurationControlManager does; on a key of another type INVALID_CONFIG.
+Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; an unknown key or a bad value: INVALID_CONFIG, nothing changed.
 Resource type 4 (broker) named by this node id (or "" for any): every `fault.*` key of the catalogue; SET sets it,
 DELETE clears it (a flag goes back to false, a request rule is removed). `fault.power.loss` (SET, any value) cuts
 every log back to its recovery point, the offset up to which it was fsynced, and exits at once with status 137
@@ -15,7 +18,7 @@ without answering, as a power cut would. A resource's changes are all validated 
 validate_only applies none. A fault key or value the catalogue refuses: INVALID_CONFIG; another node's name or
 another resource type: INVALID_REQUEST. Served by controller-only processes too (request rules, and topic configs,
 which they apply themselves).
-Skipped: APPEND (2) and SUBTRACT (3), for list-valued configs: INVALID_REQUEST.
+Skipped: APPEND and SUBTRACT on a broker resource (its fault hooks are no lists): INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from epoch_broker.broker.controller.config_control import ListChange, TopicConfigChange
 from epoch_broker.broker.faults import FaultConfigError
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation
@@ -36,6 +40,7 @@ Result = incremental_alter_configs.RESPONSE.AlterConfigsResourceResponse
 
 TOPIC_RESOURCE, BROKER_RESOURCE = incremental_alter_configs.TOPIC_RESOURCE, incremental_alter_configs.BROKER_RESOURCE
 SET, DELETE = incremental_alter_configs.SET, incremental_alter_configs.DELETE
+APPEND, SUBTRACT = incremental_alter_configs.APPEND, incremental_alter_configs.SUBTRACT
 FAULT_KEY_PREFIX = "fault."
 
 
@@ -83,16 +88,22 @@ def _authorize(context: RequestContext[Services], resource: Any) -> None:
                         f"{context.principal} may not set fault hooks: they need ALTER on the cluster")
 
 
-def _topic_changes(resource: Any) -> dict[str, str | None]:
-    """key -> new value (None: deleted), or _Rejected for an operation other than SET and DELETE."""
-    _check_operations(resource)
-    return {config.name: None if config.config_operation == DELETE else (config.value or "")
-            for config in resource.configs}
-
-
-def _check_operations(resource: Any) -> None:
+def _topic_changes(resource: Any) -> dict[str, TopicConfigChange]:
+    """key -> its change: a value (SET), None (DELETE) or a ListChange (APPEND, SUBTRACT); _Rejected for another
+    operation."""
+    _check_operations(resource, (SET, DELETE, APPEND, SUBTRACT))
+    changes: dict[str, TopicConfigChange] = {}
     for config in resource.configs:
-        if config.config_operation not in (SET, DELETE):
+        if config.config_operation in (APPEND, SUBTRACT):
+            changes[config.name] = ListChange.parse(config.config_operation == APPEND, config.value)
+        else:
+            changes[config.name] = None if config.config_operation == DELETE else (config.value or "")
+    return changes
+
+
+def _check_operations(resource: Any, allowed: tuple[int, ...]) -> None:
+    for config in resource.configs:
+        if config.config_operation not in allowed:
             raise _Rejected(ErrorCode.INVALID_REQUEST,
                             f"{config.name}: operation {config.config_operation} is not supported")
 
@@ -104,7 +115,7 @@ def _validate(services: Services, resource: Any) -> list[Callable[[], None]]:
     if resource.resource_name not in ("", str(services.node_id)):
         raise _Rejected(ErrorCode.INVALID_REQUEST,
                         f"this is node {services.node_id}, not {resource.resource_name!r}: send it to that node")
-    _check_operations(resource)
+    _check_operations(resource, (SET, DELETE))  # fault hooks are no lists
     changes = []
     for config in resource.configs:
         try:

@@ -32,7 +32,7 @@ from tests.broker.conftest import batch, create_topic, produce_to
 from tests.helpers import start_broker
 
 REQ = incremental_alter_configs.REQUEST
-SET, DELETE, APPEND = 0, 1, 2
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 async def alter(client: KafkaClient, configs: list[tuple[str, int, str | None]], *, resource_type: int = 4,
@@ -127,12 +127,40 @@ async def test_a_topics_configs_are_set_and_deleted_and_the_partition_follows(br
 
     for change, code, words in [(("no.such.key", SET, "1"), ErrorCode.INVALID_CONFIG, "no.such.key"),
                                 (("retention.ms", SET, "soon"), ErrorCode.INVALID_CONFIG, "retention.ms"),
-                                (("cleanup.policy", APPEND, "compact"), ErrorCode.INVALID_REQUEST, "operation 2")]:
+                                (("retention.ms", APPEND, "5"), ErrorCode.INVALID_CONFIG, "not LIST"),
+                                (("cleanup.policy", 9, "compact"), ErrorCode.INVALID_REQUEST, "operation 9")]:
         refused = await alter(client, [change], resource_type=2, name="t")
         assert refused.error_code == code and words in refused.error_message
     assert (await alter(client, [("retention.ms", SET, "1")], resource_type=2, name="t",
                         validate_only=True)).error_code == ErrorCode.NONE
     assert broker.metadata.topics_by_name["t"].configs == {"retention.ms": "60000"}  # nothing changed by those
+
+
+async def test_append_and_subtract_change_a_list_config_from_its_current_value(broker: Broker,
+                                                                             client: KafkaClient) -> None:
+    """APPEND adds the items not there yet to the topic's value, the broker default while it has no override
+    (cleanup.policy: delete); SUBTRACT removes them; the partition's log follows (compaction on, then off);
+    confluent-kafka's AdminClient sends both as users do."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    await create_topic(client, "listed")
+    log = broker.replica_manager.get("listed", 0).log
+    appended = await alter(client, [("cleanup.policy", APPEND, "compact,delete")], resource_type=2, name="listed")
+    assert appended.error_code == ErrorCode.NONE
+    assert broker.metadata.topics_by_name["listed"].configs == {"cleanup.policy": "delete,compact"}
+    assert log.config.cleanup_policy == {"delete", "compact"}
+    subtracted = await alter(client, [("cleanup.policy", SUBTRACT, "delete,absent")], resource_type=2, name="listed")
+    assert subtracted.error_code == ErrorCode.NONE
+    assert broker.metadata.topics_by_name["listed"].configs == {"cleanup.policy": "compact"}
+    assert log.config.cleanup_policy == {"compact"}
+
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{broker.advertised.port}"})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "listed", incremental_configs=[
+        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.APPEND)])
+    (future,) = admin.incremental_alter_configs([resource]).values()
+    future.result(15)
+    (described,) = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "listed")]).values()
+    assert described.result(15)["cleanup.policy"].value == "compact,delete"
 
 
 async def test_alter_configs_replaces_a_topics_whole_config_set_and_refuses_brokers(broker: Broker,

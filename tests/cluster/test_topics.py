@@ -62,7 +62,8 @@ async def _gone(cluster: Cluster) -> bool:
 async def test_topic_configs_altered_through_any_broker_reach_every_broker(cluster: Cluster) -> None:
     """Topic configs altered through a broker go through the controller: kafka-python's alter_configs sets
     min.insync.replicas=3, every broker's DescribeConfigs shows it, and the leader enforces it (a replica down:
-    acks=all gets NOT_ENOUGH_REPLICAS); confluent-kafka's incremental_alter_configs sets it back to 2."""
+    acks=all gets NOT_ENOUGH_REPLICAS); confluent-kafka's incremental_alter_configs sets it back to 2, then
+    APPENDs compact to cleanup.policy (the controller decides the new list from the broker default, delete)."""
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
     from kafka.admin import ConfigResource as KafkaPythonResource
     from kafka.admin import ConfigResourceType, KafkaAdminClient
@@ -78,7 +79,7 @@ async def test_topic_configs_altered_through_any_broker_reach_every_broker(clust
         admin.close()
     for node in range(3):
         one = AdminClient({"bootstrap.servers": cluster.broker(node).address})
-        await wait_for(lambda one=one: _min_isr(one) == "3", what=f"broker {node} describing it")
+        await wait_for(lambda one=one: _config(one, "min.insync.replicas") == "3", what=f"broker {node} describing it")
 
     follower = next(r for r in state.replicas if r != state.leader)
     cluster.kill(follower)
@@ -92,12 +93,20 @@ async def test_topic_configs_altered_through_any_broker_reach_every_broker(clust
     accepted = await wait_for(lambda: _produced(cluster, state.leader), what="acks=all accepted with 2 in sync")
     assert accepted.error_code == 0
 
+    appended = ConfigResource(ConfigResource.Type.TOPIC, "configured", incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)])
+    admin_call(client.incremental_alter_configs([appended]))
+    for node in (n for n in range(3) if n != follower):
+        one = AdminClient({"bootstrap.servers": cluster.broker(node).address})
+        await wait_for(lambda one=one: _config(one, "cleanup.policy") == "delete,compact",
+                       what=f"broker {node} describing cleanup.policy delete,compact")
 
-def _min_isr(client: AdminClient) -> str | None:
+
+def _config(client: AdminClient, key: str) -> str | None:
     from confluent_kafka.admin import ConfigResource
 
     (future,) = client.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "configured")]).values()
-    return future.result(15)["min.insync.replicas"].value
+    return future.result(15)[key].value
 
 
 async def _produced(cluster: Cluster, leader: int) -> object:
