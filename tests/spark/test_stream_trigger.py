@@ -92,6 +92,8 @@ def test_after_max_trigger_delay_a_smaller_batch_runs(spark: Any, broker: Broker
         produce(broker.bootstrap, topic, values("b", 3), 2)
         wait_until(lambda: batches.sizes() == [5, 3], timeout=60, what="a batch of 3 once the delay passed")
         assert query.exception() is None
+        # the progress report of a micro-batch is posted after its sink saw the rows: wait for it too
+        wait_until(lambda: len(trigger_times(query)) == 2, what="both batches' progress reports")
         first, second = trigger_times(query)
     finally:
         query.stop()
