@@ -19,6 +19,7 @@ from pathlib import Path
 
 from epoch_broker.broker import faults, metrics
 from epoch_broker.broker.config import catalogue
+from epoch_broker.broker.network import release_reference
 from epoch_broker.drill import scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +30,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "docs/faults.md": faults.render_reference,
     "docs/metrics.md": metrics.render_reference,
     "docs/drills.md": scenarios.render_reference,
+    "docs/releases.md": release_reference.render_reference,
 }
 
 

@@ -64,6 +64,8 @@ KEYS: dict[str, tuple[str, Parser]] = {
     name: (key.attr, parse) for key in CATALOGUE for name, parse in ((key.name, key.parse), *key.synonyms)}
 # Topic-level keys the broker honours: topic key -> the broker key holding its default (same parser and type).
 TOPIC_CONFIGS: dict[str, ConfigKey] = {key.topic: key for key in CATALOGUE if key.topic}
+# ... as Kafka 4.0 on knows them (KIP-724 removed the message format version)
+_TOPIC_CONFIGS_SINCE_4_0 = {name: key for name, key in TOPIC_CONFIGS.items() if name != "message.format.version"}
 # Keys whose values DescribeConfigs never shows (Kafka's PASSWORD type): null, with is_sensitive set.
 SENSITIVE_KEYS = frozenset(name for key in CATALOGUE if key.sensitive for name in key.names)
 # What may follow `listener.name.<listener>.`: a key with a per-listener value (or a mechanism's JAAS config).
@@ -102,6 +104,12 @@ class BrokerConfig(KRaftConfigs, ZkConfigs, SocketServerConfigs, BrokerSecurityC
                 endpoint = Endpoint(endpoint.listener, "127.0.0.1", endpoint.port)
             endpoints[listener.listener] = endpoint
         return endpoints
+
+    @property
+    def topic_configs(self) -> Mapping[str, ConfigKey]:
+        """The topic keys this process knows: every one, but those the release it emulates lacks."""
+        release = self.kafka_version
+        return TOPIC_CONFIGS if release is None or release.accepts_message_format_version else _TOPIC_CONFIGS_SINCE_4_0
 
     @property
     def inter_broker_listener(self) -> str:
@@ -261,10 +269,11 @@ def load_config(properties_path: str | None, overrides: list[str]) -> BrokerConf
     return build_config(pairs)
 
 
-def validate_topic_configs(configs: Mapping[str, str | None]) -> str | None:
+def validate_topic_configs(config: BrokerConfig, configs: Mapping[str, str | None]) -> str | None:
     """Why these topic configs cannot be used (one line), or None."""
+    known = config.topic_configs
     for name, text in configs.items():
-        key = TOPIC_CONFIGS.get(name)
+        key = known.get(name)
         if key is None:
             return f"unknown or unsupported topic config {name}"
         try:
@@ -278,5 +287,5 @@ def topic_config(config: BrokerConfig, overrides: dict[str, str]) -> dict[str, A
     """The effective value of every topic-level key: the topic's override, else the broker default."""
     return {
         name: key.parse(overrides[name]) if name in overrides else getattr(config, key.attr)
-        for name, key in TOPIC_CONFIGS.items()
+        for name, key in config.topic_configs.items()
     }

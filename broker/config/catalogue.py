@@ -35,6 +35,7 @@ from epoch_broker.broker.config.definition import (
 )
 from epoch_broker.broker.config.parsers import Endpoint
 from epoch_broker.broker.reference import anchor, table
+from epoch_broker.protocol.releases import KafkaRelease
 from epoch_broker.storage.log_validator import LONG_MAX
 
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST, PASSWORD = (ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT,
@@ -260,6 +261,10 @@ class ServerLogConfigs:
         "log.message.timestamp.after.max.ms", LONG, LOG_DEFAULTS.validation.timestamp_after_max_ms, p.integer(0),
         MEDIUM, "Likewise for a timestamp more than this ahead of the broker's clock.",
         topic="message.timestamp.after.max.ms")
+    message_format_version: str = define(
+        "log.message.format.version", STRING, "3.0-IV1", p.message_format_version, LOW,
+        "Accepted and ignored, as Kafka 3.x does once every batch is v2 (deprecated by KIP-724); unknown with "
+        "`kafka.version` 4.0 or later, as Kafka 4.0 removed it.", topic="message.format.version")
     compression_type: str = define(
         "compression.type", STRING, from_log("compression_type"), p.choice(*p.COMPRESSION_TYPES), HIGH,
         "`producer` stores batches as the producer compressed them; a codec (or `uncompressed`): the leader "
@@ -395,6 +400,14 @@ class OperationsConfigs:
         "answers INVALID_CONFIG and nothing happens: no client can pause replication or cut the power of a broker "
         "it reaches. The cluster launcher, the drill and the test kit turn it on for the clusters they start "
         "(`epoch-broker cluster --no-fault-hooks` leaves it off).")
+    kafka_version: KafkaRelease | None = define(
+        "kafka.version", STRING, None, p.kafka_release, MEDIUM,
+        "Project key: the Apache Kafka release (2.8 to 4.2) this process answers as: ApiVersions lists that "
+        "release's APIs at the versions both it and this broker have (protocol/release_data.py, from Kafka's "
+        "schemas at the release's tag), a request for another API or version is refused as that release refuses "
+        "it, and the configs it differs on follow it (docs/releases.md). 2.8 to 3.9 answer as a ZooKeeper-mode "
+        "broker, 4.0 on as KRaft. Unset: every API and version this broker serves, Kafka 4.2's client APIs "
+        "with the older versions kept.")
 
 
 GROUPS: tuple[type[Any], ...] = (KRaftConfigs, ZkConfigs, SocketServerConfigs, BrokerSecurityConfigs, ServerLogConfigs,

@@ -10,11 +10,13 @@ Rules:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from epoch_broker.broker.principal import parse_super_users
+from epoch_broker.protocol.releases import KafkaRelease, parse_release
 
 Parser = Callable[[str], Any]
 _P = TypeVar("_P", bound=Parser)
@@ -103,6 +105,18 @@ def boolean(text: str) -> bool:
 @expects("a string")
 def text(value: str) -> str:
     return value.strip()
+
+
+@expects("an Apache Kafka release, 2.8 to 4.2 (e.g. 3.7 or 3.7.0)")
+def kafka_release(text: str) -> KafkaRelease | None:
+    return parse_release(text) if text.strip() else None
+
+
+@expects("a message format version (e.g. 2.8 or 3.0-IV1)")
+def message_format_version(text: str) -> str:
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?(-IV\d+)?", text.strip()):
+        raise ValueError(text)
+    return text.strip()
 
 
 @expects("delete, compact or compact,delete")

@@ -76,7 +76,7 @@ class ConfigurationControlManager:
         topic = self.image.topics_by_name.get(name)
         if topic is None:
             return ControllerResult([], (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"))
-        if unknown := [key for key in changes if key not in TOPIC_CONFIGS]:
+        if unknown := [key for key in changes if key not in self.config.topic_configs]:
             return ControllerResult([], (ErrorCode.INVALID_CONFIG, f"unknown or unsupported topic config {unknown[0]}"))
         not_lists = [(key, change) for key, change in changes.items()
                      if isinstance(change, ListChange) and TOPIC_CONFIGS[key].type != ConfigType.LIST]
@@ -86,7 +86,8 @@ class ConfigurationControlManager:
                                          f"can't {change.operation} to key {key} because its type is not LIST"))
         values = {key: change.applied_to(current_text(self.config, topic.configs, key))
                   if isinstance(change, ListChange) else change for key, change in changes.items()}
-        if (problem := validate_topic_configs({k: v for k, v in values.items() if v is not None})) is not None:
+        problem = validate_topic_configs(self.config, {k: v for k, v in values.items() if v is not None})
+        if problem is not None:
             return ControllerResult([], (ErrorCode.INVALID_CONFIG, problem))
         configs = {k: v for k, v in {**topic.configs, **values}.items() if v is not None}
         if validate_only or configs == topic.configs:

@@ -388,7 +388,7 @@ class ReplicationControlManager:
             if (problem := budget.take(partitions)) is not None:  # before anything is allocated
                 return fail(ErrorCode.POLICY_VIOLATION, problem)
             assignment = self._assign(partitions, factor, live, start=len(self.image.topics_by_id))
-        if (problem := validate_topic_configs(request.configs)) is not None:
+        if (problem := validate_topic_configs(self.config, request.configs)) is not None:
             return fail(ErrorCode.INVALID_CONFIG, problem)
         topic_id = uuid.uuid4().bytes
         records: list[Any] = [TopicRecord(request.name, topic_id, dict(request.configs))]

@@ -1,7 +1,8 @@
 """ApiVersions · v0-4 · the first request on every connection.
 
-Behaviour: lists every API with a registered handler and the versions it serves (`dispatch.supported_versions`), so
-the broker never advertises what it does not implement. Answered to anyone: no ACL is checked (as in Kafka).
+Behaviour: lists every API the connection serves and at which versions (the handlers' ranges, narrowed to the
+release the broker claims with `kafka.version`: dispatch.served_by), so the broker never advertises what it does
+not implement. Answered to anyone: no ACL is checked (as in Kafka).
 Version notes: a request version above 4 gets UNSUPPORTED_VERSION with the list in a v0 body (KIP-511), and
 the client retries with a version we list. v3+ carries the client's software name and version: logged.
 Skipped: supported_features, finalized_features and zk_migration_ready are left at their defaults, so the
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles, supported_versions
+from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, REGISTRY, RequestContext, handles, served_by
 from epoch_broker.broker.services import Services
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import api_versions
@@ -25,8 +26,9 @@ ApiVersion = api_versions.RESPONSE.ApiVersion
 
 @handles(api_versions.API, "0-4", roles=(BROKER, CONTROLLER))
 def handle(context: RequestContext[Services], request: Any) -> Any:
-    keys = [ApiVersion(api_key=key, min_version=low, max_version=high)
-            for key, low, high in supported_versions(context.role)]
+    served = context.connection.served if context.connection is not None else served_by(REGISTRY[context.role], None)
+    keys = [ApiVersion(api_key=key, min_version=served[key].versions.low, max_version=served[key].versions.high)
+            for key in sorted(served)]
     if context.unsupported:
         return Response(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=keys)
     if context.api_version >= 3:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from epoch_broker.broker.config import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, TOPIC_CONFIGS, render_value, topic_config
+from epoch_broker.broker.config import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, render_value, topic_config
 from epoch_broker.broker.controller.replication_control import NewTopic
 from epoch_broker.broker.network.dispatch import BROKER, CONTROLLER, RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
@@ -62,7 +62,7 @@ async def handle(context: RequestContext[Services], request: Any) -> Any:
                 answer.configs = [
                     TopicConfig(name=key, value=render_value(effective[key]), read_only=False, is_sensitive=False,
                                 config_source=DYNAMIC_TOPIC_CONFIG if key in result.configs else DEFAULT_CONFIG)
-                    for key in TOPIC_CONFIGS
+                    for key in broker.config.topic_configs
                 ]
         topics.append(answer)
     return Response(topics=topics)

@@ -14,6 +14,9 @@ precedence: the topic's override, the broker key (log.retention.ms for retention
 config_type (the key's type in the catalogue, broker/config/catalogue.py, Kafka's: LONG retention.ms, INT
 segment.bytes, LIST cleanup.policy, ...). Keys, sources, synonyms, types and secrecy all come from the catalogue.
 read_only is true for the static broker configs only: topic configs and fault hooks are alterable.
+`advertised.listeners` follows the emulated release (`kafka.version`, protocol/releases.py): from 4.0 (and
+unset) STATIC_BROKER_CONFIG with the endpoints advertised, read-only; before, a per-broker dynamic config
+(read_only false) with the source of its setting, as those releases answer.
 Sensitive values (the PASSWORD keys: ssl.key.password, ssl.keystore.key, cluster.secret) are answered null with
 is_sensitive set, as Kafka does.
 Skipped: documentation (null).
@@ -28,7 +31,6 @@ from epoch_broker.broker.config import (
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
     STATIC_BROKER_CONFIG,
-    TOPIC_CONFIGS,
     BrokerConfig,
     ConfigKey,
     ConfigType,
@@ -50,6 +52,7 @@ Synonym = describe_configs.RESPONSE.DescribeConfigsSynonym
 
 TOPIC, BROKER = 2, 4
 DEFAULTS = BrokerConfig()
+ADVERTISED_LISTENERS = "advertised.listeners"
 
 
 @handles(describe_configs.API, "0-4")
@@ -75,14 +78,13 @@ def _describe(context: RequestContext[BrokerServices], resource: Any, request_sy
             return result
         effective = topic_config(broker.config, topic.configs)
         entries = []
-        for name, key in TOPIC_CONFIGS.items():
+        for name, key in broker.config.topic_configs.items():
             sources = _broker_sources(broker.config, key)
             if name in topic.configs:
                 sources.insert(0, (name, topic.configs[name], DYNAMIC_TOPIC_CONFIG))
             entries.append((name, render_value(effective[name]), key.type, key.sensitive, sources))
     elif resource.resource_type == BROKER and resource.resource_name in ("", str(broker.node_id)):
-        entries = [(key.name, render_value(getattr(broker.config, key.attr)), key.type, key.sensitive,
-                    _broker_sources(broker.config, key)) for key in CATALOGUE]
+        entries = [_broker_entry(broker.config, key) for key in CATALOGUE]
         entries += [(name, value, ConfigType.STRING, False, [(name, value, DYNAMIC_BROKER_CONFIG)])
                     for name, value in sorted(broker.faults.in_force().items())]
     else:
@@ -90,11 +92,14 @@ def _describe(context: RequestContext[BrokerServices], resource: Any, request_sy
         result.error_message = f"cannot describe resource type {resource.resource_type} {resource.resource_name!r}"
         return result
     wanted = None if resource.configuration_keys is None else set(resource.configuration_keys)
+    release = broker.config.kafka_version
+    dynamic_broker_keys = () if release is None or release.static_advertised_listeners else (ADVERTISED_LISTENERS,)
     result.configs = [
         # a topic's configs are alterable (IncrementalAlterConfigs, AlterConfigs); a broker's keys are read at
         # start (the catalogue's broker scope), its fault hooks are not
         ConfigEntry(name=name, value=None if sensitive else value,
-                    read_only=resource.resource_type == BROKER and source != DYNAMIC_BROKER_CONFIG,
+                    read_only=resource.resource_type == BROKER and source != DYNAMIC_BROKER_CONFIG
+                    and name not in dynamic_broker_keys,
                     is_default=source == DEFAULT_CONFIG, config_source=source, is_sensitive=sensitive,
                     synonyms=[Synonym(name=synonym, value=None if sensitive else text, source=where)
                               for synonym, text, where in sources] if request_synonyms else [],
@@ -104,6 +109,18 @@ def _describe(context: RequestContext[BrokerServices], resource: Any, request_sy
         for source in [sources[0][2]]
     ]
     return result
+
+
+Entry = tuple[str, str, ConfigType, bool, list[tuple[str, str, int]]]  # name, value, type, sensitive, sources
+
+
+def _broker_entry(config: BrokerConfig, key: ConfigKey) -> Entry:
+    release = config.kafka_version
+    if key.name == ADVERTISED_LISTENERS and (release is None or release.static_advertised_listeners):
+        value = ",".join(str(endpoint) for endpoint in config.advertised_endpoints().values())
+        return key.name, value, key.type, key.sensitive, [(key.name, value, STATIC_BROKER_CONFIG)]
+    return (key.name, render_value(getattr(config, key.attr)), key.type, key.sensitive,
+            _broker_sources(config, key))
 
 
 def _broker_sources(config: BrokerConfig, key: ConfigKey) -> list[tuple[str, str, int]]:

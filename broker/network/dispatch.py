@@ -5,6 +5,11 @@ Rules:
   it really serves, next to its code. ApiVersions is derived from this registry, so the broker never
   advertises an API or version that has no handler (librdkafka and kafka-python use whatever is
   advertised).
+- A broker claiming a Kafka release (`kafka.version`, protocol/releases.py) serves only that release's APIs, each
+  at the versions both the release and its handler have (`served_by`): ApiVersions lists them and the connection
+  refuses the rest as that release would. An API registered `release_only` (the ZooKeeper-era broker-to-broker
+  APIs) is served only to a release that lists it. A controller process always serves its own ranges: the
+  release is what clients see of the brokers.
 - A handler gets the decoded request and a `RequestContext` and returns the response object, or None when no
   response is due (Produce with acks=0). It may be a coroutine function when it has to wait (long-poll
   Fetch, acks=all, group joins); state is mutated on the event loop between awaits.
@@ -37,8 +42,8 @@ import importlib
 import inspect
 import logging
 import pkgutil
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar, cast
 
 from epoch_broker.broker.faults import NETWORK_PARTITION, peer_of
@@ -48,6 +53,7 @@ from epoch_broker.broker.services import ControllerServices, Services
 from epoch_broker.protocol.connection import ANONYMOUS, NotAuthenticated, ProtocolViolation, ServerConnection
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.messages import api_versions, sasl_authenticate, sasl_handshake
+from epoch_broker.protocol.releases import KafkaRelease
 from epoch_broker.protocol.schema import Api, Field
 from epoch_broker.protocol.versions import VersionRange
 
@@ -63,6 +69,7 @@ class Registration:
     handler: Handler
     is_async: bool
     cluster_action: bool  # only brokers send it: CLUSTER_ACTION on the cluster, checked before the handler
+    release_only: bool = False  # served only when the emulated release lists it
 
 
 BROKER = "broker"
@@ -76,10 +83,11 @@ CONNECTION_APIS = frozenset(api.key for api in (api_versions.API, sasl_handshake
 
 
 def handles(api: Api, versions: str, roles: tuple[str, ...] = (BROKER,),
-            cluster_action: bool = False) -> Callable[[Handler], Handler]:
+            cluster_action: bool = False, release_only: bool = False) -> Callable[[Handler], Handler]:
     """Register the decorated function as the handler for `api` at `versions` (within the declared range) in
     the processes of the given roles; `cluster_action`: an API only brokers send (the controller's), refused
-    CLUSTER_AUTHORIZATION_FAILED to a principal without CLUSTER_ACTION on the cluster."""
+    CLUSTER_AUTHORIZATION_FAILED to a principal without CLUSTER_ACTION on the cluster; `release_only`: served
+    only when the emulated Kafka release has it."""
     served = VersionRange.parse(versions)
     if served.low not in api.versions or served.high not in api.versions:
         raise ValueError(f"{api.name}: versions {served} are outside the declared {api.versions}")
@@ -88,7 +96,8 @@ def handles(api: Api, versions: str, roles: tuple[str, ...] = (BROKER,),
         for role in roles:
             if api.key in REGISTRY[role]:
                 raise RuntimeError(f"two {role} handlers for {api.name}")
-            REGISTRY[role][api.key] = Registration(api, served, fn, inspect.iscoroutinefunction(fn), cluster_action)
+            REGISTRY[role][api.key] = Registration(api, served, fn, inspect.iscoroutinefunction(fn), cluster_action,
+                                                   release_only)
         return fn
 
     return register
@@ -103,9 +112,18 @@ def load_handlers(role: str = BROKER) -> dict[int, Registration]:
     return REGISTRY[role]
 
 
-def supported_versions(role: str = BROKER) -> list[tuple[int, int, int]]:
-    """(api_key, min_version, max_version) for every handler of `role`, sorted by key."""
-    return sorted((key, r.versions.low, r.versions.high) for key, r in REGISTRY[role].items())
+def served_by(registry: Mapping[int, Registration], release: KafkaRelease | None) -> dict[int, Registration]:
+    """What a process claiming `release` (None: none) serves of `registry`."""
+    if release is None:
+        return {key: r for key, r in registry.items() if not r.release_only}
+    served = {}
+    for key, registration in registry.items():
+        if (claimed := release.api_versions.get(key)) is None:
+            continue
+        low, high = max(claimed[0], registration.versions.low), min(claimed[1], registration.versions.high)
+        if low <= high:
+            served[key] = replace(registration, versions=VersionRange(low, high))
+    return served
 
 
 S = TypeVar("S", bound=Services)
@@ -193,7 +211,7 @@ class Dispatcher:
         self.services = services
         self.faults = services.faults  # the request rules of the process's fault catalogue
         self.role = role
-        self.registry = load_handlers(role)
+        self.registry = served_by(load_handlers(role), services.config.kafka_version if role == BROKER else None)
         self.loop = asyncio.get_running_loop()  # kept: asking for it costs a getpid() syscall on Python 3.11
         # Requests wait for this until the process has registered and caught up with the metadata (a socket
         # bound early, so that its real port can be registered, must not serve the old epochs meanwhile).

@@ -91,6 +91,8 @@ def test_a_key_and_its_synonyms_set_one_setting(pairs: list[tuple[str, str]], ex
     ([("num.partitions", "x")], "invalid value for num.partitions: 'x' (expected an integer >= 1)"),
     ([("log.roll.hours", "0")], "invalid value for log.roll.hours: '0' (expected an integer >= 1)"),
     ([("cluster.secret", "short")], "invalid value for cluster.secret: 'short' (expected at least 16 characters"),
+    ([("kafka.version", "2.7")], "invalid value for kafka.version: '2.7' (expected an Apache Kafka release, 2.8 to "),
+    ([("log.message.format.version", "v2")], "invalid value for log.message.format.version: 'v2' (expected a "),
     ([("listener.name.plaintext.segment.bytes", "1")],
      "listener.name.plaintext.segment.bytes: unknown or unsupported per-listener setting segment.bytes"),
 ])
@@ -116,7 +118,7 @@ def test_an_unknown_broker_key_is_logged_and_ignored(name: str, caplog: pytest.L
     ({"compression.type": "brotli"}, "invalid value for compression.type: 'brotli' (expected one of producer, "),
 ])
 def test_topic_configs_are_checked_against_their_rows(configs: dict[str, str], problem: str | None) -> None:
-    found = validate_topic_configs(configs)
+    found = validate_topic_configs(BrokerConfig(), configs)
     if problem is None:
         assert found is None
     else:
