@@ -1,4 +1,4 @@
-"""Metadata · v0-12 · brokers, cluster id, controller, topics with partitions, leaders and epochs.
+"""Metadata · v0-13 · brokers, cluster id, controller, topics with partitions, leaders and epochs.
 
 Behaviour: every live (registered, unfenced) broker, and for FENCED_BROKER_LINGER_S a just-fenced one
 (`MetadataCache.listed_brokers`: librdkafka would otherwise drop the move of its partitions); per partition the
@@ -17,7 +17,8 @@ Version notes: v0 asks for all topics with an empty list, v1+ with null. Authori
 unless asked for (-1 crashes kafka-python at v8-10); asked for, a topic's are the operations the principal may
 do on it, the cluster's (v8-10) those on the cluster, or 0 without DESCRIBE on it; with no authorizer every
 operation. A null topic name before v12 is INVALID_REQUEST for that topic, as Kafka answers (found by the wire
-fuzzer: the v10-11 response cannot carry a null name).
+fuzzer: the v10-11 response cannot carry a null name). v13's top-level error_code is NONE: as Kafka's brokers, this
+one never asks for a rebootstrap itself (KIP-1102); `fault.request.metadata=error=REBOOTSTRAP_REQUIRED` does.
 Skipped: racks (none configured), is_internal only for __consumer_offsets.
 """
 
@@ -50,7 +51,7 @@ FENCED_BROKER_LINGER_S = 2.0
 TOPIC_IDS_VERSION = 12
 
 
-@handles(metadata.API, "0-12")
+@handles(metadata.API, "0-13")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     broker = context.services
     cache = broker.metadata

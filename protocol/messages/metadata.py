@@ -1,9 +1,10 @@
-"""API 3 · v0-12 · flexible 9+ · Metadata
+"""API 3 · v0-13 · flexible 9+ · Metadata
 
 Brokers, controller, topics and partitions with leader, leader epoch (v7+), replicas and ISR.
 Clients trust leader epochs only at v9+ (librdkafka and kafka-python, KAFKA-9212).
 cluster_authorized_operations must be INT32_MIN when not requested: -1 crashes kafka-python
-at v8-v10. topic_id is v10+; a null topic name with a topic id is usable only at v12.
+at v8-v10. topic_id is v10+; a null topic name with a topic id is usable only at v12. v13 (Kafka 4.0, KIP-1102)
+adds a top-level error_code: REBOOTSTRAP_REQUIRED tells the client to bootstrap again.
 
 Clients: confluent-kafka and kafka-python send v12, aiokafka v5, kcat v4, kafkajs v6.
 """
@@ -11,7 +12,7 @@ Clients: confluent-kafka and kafka-python send v12, aiokafka v5, kcat v4, kafkaj
 from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
-    "MetadataRequest", api_key=3, kind="request", versions="0-12", flexible="9+",
+    "MetadataRequest", api_key=3, kind="request", versions="0-13", flexible="9+",
     fields=[
         Field("topics", "[]MetadataRequestTopic", "0+", nullable="1+", fields=[
             Field("topic_id", "uuid", "10+"),
@@ -24,7 +25,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    "MetadataResponse", api_key=3, kind="response", versions="0-12", flexible="9+",
+    "MetadataResponse", api_key=3, kind="response", versions="0-13", flexible="9+",
     fields=[
         Field("throttle_time_ms", "int32", "3+"),
         Field("brokers", "[]MetadataResponseBroker", "0+", fields=[
@@ -52,6 +53,7 @@ RESPONSE = Message(
             Field("topic_authorized_operations", "int32", "8+", default=-2147483648),
         ]),
         Field("cluster_authorized_operations", "int32", "8-10", default=-2147483648),
+        Field("error_code", "int16", "13+"),
     ],
 )
 

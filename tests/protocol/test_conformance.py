@@ -2,6 +2,9 @@
 
 The reference is `../shared/kafka-protocol-spec/` beside the repository (Kafka 3.9 schemas), or the folder
 named by the environment variable KAFKA_PROTOCOL_SPEC. The tests are skipped only if that folder is absent.
+A version newer than 3.9's (Kafka 4.x, for `kafka.version` 4.0 on) is checked against the Kafka 4.x schemas
+kafka-python vendors (its `kafka/protocol/schemas/resources`, Kafka's JSON with Kafka's licence), a dev
+dependency.
 
 For each message and each version it claims, the fields present at that version are compared with the
 JSON's, recursively (inline and common structs): name (snake_case of the JSON name), type (verbatim),
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka.protocol import schemas as kafka_schemas
 
 from epoch_broker.protocol.messages import APIS
 from epoch_broker.protocol.schema import Field, Message, snake_case
@@ -28,6 +32,7 @@ from epoch_broker.protocol.versions import VersionRange
 SPEC_DIR = Path(
     os.environ.get("KAFKA_PROTOCOL_SPEC", Path(__file__).resolve().parents[3] / "shared" / "kafka-protocol-spec")
 )
+NEWER_SPEC_DIR = Path(kafka_schemas.__file__).parent / "resources"
 pytestmark = pytest.mark.skipif(not SPEC_DIR.is_dir(), reason=f"Kafka protocol reference not found at {SPEC_DIR}")
 
 # APIs declared from apache/kafka's JSON but absent from the reference folder (see each module's docstring).
@@ -79,9 +84,17 @@ class FieldView:
     default: Any
 
 
-def load_spec(name: str) -> dict[str, Any]:
-    """A JSON schema file without its full-line `//` comments."""
-    text = (SPEC_DIR / f"{name}.json").read_text()
+def load_spec(name: str, version: int | None = None) -> dict[str, Any]:
+    """A JSON schema file without its full-line `//` comments: Kafka 3.9's, or the 4.x one for a `version`
+    past 3.9's."""
+    spec = _read_spec(SPEC_DIR / f"{name}.json")
+    if version is not None and version > VersionRange.parse(spec["validVersions"]).high:
+        return _read_spec(NEWER_SPEC_DIR / f"{name}.json")
+    return spec
+
+
+def _read_spec(path: Path) -> dict[str, Any]:
+    text = path.read_text()
     return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
 
 
@@ -195,7 +208,7 @@ def test_every_reference_api_is_declared_and_only_the_listed_ones_lack_a_referen
 @pytest.mark.parametrize("message", [m for a in APIS.values() if a.key not in NO_REFERENCE
                                      for m in (a.request, a.response)], ids=lambda m: m.name)
 def test_message_header_matches_reference(message: Message) -> None:
-    spec = load_spec(message.name)
+    spec = load_spec(message.name, message.versions.high)
     assert (message.api_key, message.kind) == (spec["apiKey"], spec["type"])
     valid = VersionRange.parse(spec["validVersions"])
     assert valid.low <= message.versions.low <= message.versions.high <= valid.high, f"valid {valid}"
@@ -204,7 +217,7 @@ def test_message_header_matches_reference(message: Message) -> None:
 
 @pytest.mark.parametrize(("message", "version"), claimed_versions())
 def test_fields_match_reference_at_version(message: Message, version: int) -> None:
-    spec = load_spec(message.name)
+    spec = load_spec(message.name, version)
     common = {struct["name"]: struct["fields"] for struct in spec.get("commonStructs", [])}
     expected = reference_view(spec["fields"], version, common)
     actual = declared_view(message, message.fields, message.cls, version)
