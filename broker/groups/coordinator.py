@@ -534,6 +534,8 @@ class GroupCoordinator:
         return [g for shard in self.shards.values() for g in shard.groups.list_groups(states)]
 
     def describe_group(self, group_id: str) -> tuple[ErrorCode, ClassicGroup | None]:
+        """The group's classic group, or the error of a group this broker does not coordinate; raises GroupIdNotFound
+        for an unknown id or a group of another type."""
         error = self.coordinator_error(group_id)
         return error, (self._shard(group_id).groups.describe_group(group_id) if error is ErrorCode.NONE else None)
 

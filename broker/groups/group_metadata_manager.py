@@ -152,12 +152,15 @@ class GroupMetadataManager:
         wanted = {s.lower() for s in states}
         return [g for g in self.groups.values() if not wanted or g.state_name.lower() in wanted]
 
-    def describe_group(self, group_id: str) -> ClassicGroup | None:
-        """DescribeGroups describes classic groups; None (described as Dead) for another type or an unknown id."""
-        try:
-            return self.classic_group(group_id)
-        except GroupIdNotFound:
-            return None
+    def describe_group(self, group_id: str) -> ClassicGroup:
+        """DescribeGroups describes classic groups; GroupIdNotFound, with Kafka's words, for an unknown id or a
+        group of another type."""
+        group = self.groups.get(group_id)
+        if group is None:
+            raise GroupIdNotFound(f"Group {group_id} not found.")
+        if not isinstance(group, ClassicGroup):
+            raise GroupIdNotFound(f"Group {group_id} is not a classic group.")
+        return group
 
     def remove(self, group_id: str) -> None:
         self.groups.pop(group_id, None)
