@@ -64,6 +64,11 @@ ZooKeeper-mode broker, as 2.8 to 3.9 ran by default), and for 4.0 on (KRaft only
 Replication between brokers uses Fetch v13 (topic ids): a cluster claiming 2.8 or 3.0 (Fetch up to v12) cannot
 replicate; claim them with one broker.
 
+Not emulated: the supported and finalized features of ApiVersions (`metadata.version`, `kraft.version`,
+`transaction.version`, `group.version`). The broker lists none, as a ZooKeeper-mode broker does (and librdkafka
+before 2.2, kcat's, misreads a non-empty tag section there), so a client that reads them, such as Kafka's Java
+client choosing transactions v2 (KIP-890 part 2, which no client installed here sends), sees none finalized.
+
 ## What each release has that this broker does not serve
 
 {(chr(10) * 2).join(sections)}
