@@ -73,7 +73,9 @@ log = logging.getLogger(__name__)
 
 CONSUMER = -1  # replica ids that are not brokers (Kafka's FetchRequest.CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID)
 DEBUGGING = -2
-EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3  # ListOffsets' special timestamps
+# ListOffsets' special timestamps; with no tiered storage the local log start is the log start, and nothing is
+# in remote storage (LATEST_TIERED and EARLIEST_PENDING_UPLOAD answer offset -1, as Kafka without it)
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -2, -1, -3, -4, -5, -6
 _VERDICT_ERRORS = {
     Verdict.OUT_OF_ORDER_SEQUENCE: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     Verdict.INVALID_PRODUCER_EPOCH: ErrorCode.INVALID_PRODUCER_EPOCH,
@@ -387,7 +389,8 @@ class Partition:
 
     def fetch_offset_for_timestamp(self, timestamp: int, current_leader_epoch: int, replica_id: int,
                                    max_timestamp_supported: bool, read_committed: bool = False) -> OffsetAnswer:
-        """ListOffsets: EARLIEST, LATEST, MAX_TIMESTAMP or the first offset at or after a time.
+        """ListOffsets: EARLIEST (and EARLIEST_LOCAL), LATEST, MAX_TIMESTAMP or the first offset at or after a time;
+        any other negative timestamp (LATEST_TIERED, EARLIEST_PENDING_UPLOAD) finds nothing: offset -1.
 
         Served by the leader; a debugging request (-2) also by a follower, from its own log. Consumers are
         refused with OFFSET_NOT_AVAILABLE until KIP-207's condition holds, and bounded by the high watermark.
@@ -411,7 +414,7 @@ class Partition:
             else:
                 offset = partition_log.last_stable_offset if read_committed else partition_log.high_watermark
             return OffsetAnswer(offset=offset, leader_epoch=self.leader_epoch)
-        if timestamp == EARLIEST:
+        if timestamp in (EARLIEST, EARLIEST_LOCAL):
             offset = partition_log.log_start_offset
             return OffsetAnswer(offset=offset, leader_epoch=partition_log.epoch_for_offset(offset))
         if timestamp == MAX_TIMESTAMP and max_timestamp_supported:

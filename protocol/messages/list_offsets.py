@@ -1,18 +1,19 @@
-"""API 2 · v1-9 · flexible 6+ · ListOffsets
+"""API 2 · v1-11 · flexible 6+ · ListOffsets
 
 Look up offsets by timestamp: -2 earliest, -1 latest, -3 max timestamp (v7+),
--4 local log start (v8+), -5 last tiered (v9+).
+-4 local log start (v8+), -5 last tiered (v9+), -6 earliest pending upload (v11+, KIP-1023).
 current_leader_epoch (v4+) fences stale callers; the answer carries the leader epoch (v4+).
 OFFSET_NOT_AVAILABLE may only go to v5+ (KIP-207); older versions get LEADER_NOT_AVAILABLE.
+v10 adds timeout_ms, the bound on a tiered-storage lookup (KIP-1075).
 
-Clients: confluent-kafka sends v7, kafka-python v9, aiokafka/kafkajs v3, kcat v2.
+Clients: confluent-kafka sends v7, kafka-python v11, aiokafka/kafkajs v3, kcat v2.
 Narrowed: v0 (MaxNumOffsets and the old offsets array) is not declared.
 """
 
 from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
-    "ListOffsetsRequest", api_key=2, kind="request", versions="1-9", flexible="6+",
+    "ListOffsetsRequest", api_key=2, kind="request", versions="1-11", flexible="6+",
     fields=[
         Field("replica_id", "int32", "0+"),
         Field("isolation_level", "int8", "2+"),
@@ -24,11 +25,12 @@ REQUEST = Message(
                 Field("timestamp", "int64", "0+"),
             ]),
         ]),
+        Field("timeout_ms", "int32", "10+"),
     ],
 )
 
 RESPONSE = Message(
-    "ListOffsetsResponse", api_key=2, kind="response", versions="1-9", flexible="6+",
+    "ListOffsetsResponse", api_key=2, kind="response", versions="1-11", flexible="6+",
     fields=[
         Field("throttle_time_ms", "int32", "2+"),
         Field("topics", "[]ListOffsetsTopicResponse", "0+", fields=[
