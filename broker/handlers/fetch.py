@@ -1,4 +1,4 @@
-"""Fetch · v4-16 · record batches for consumers and follower replicas, served from segment files.
+"""Fetch · v4-18 · record batches for consumers and follower replicas, served from segment files.
 
 Behaviour: a consumer (replica id < 0) needs READ on each topic: a refused topic's partitions answer
 TOPIC_AUTHORIZATION_FAILED and are not read, the others are served as usual. A follower (replica id >= 0:
@@ -20,7 +20,9 @@ max_wait_ms passes, woken by appends through the partitions' futures; any partit
 Version notes: v12+ last_fetched_epoch -> diverging_epoch: if our end offset for that epoch is below the fetch
 offset, or our largest epoch at or below it is lower, the answer is DivergingEpoch(epoch, end_offset) and no
 records (KIP-320; decided by the Partition). v12+ leader errors carry current_leader, v16 the leader's endpoint
-(KIP-951). v13+ topics are named by id (UNKNOWN_TOPIC_ID).
+(KIP-951). v13+ topics are named by id (UNKNOWN_TOPIC_ID). v17's ReplicaDirectoryId (KIP-853) and v18's
+HighWatermark (KIP-1166) are what a KRaft voter tells its leader: a broker's fetch takes them and ignores them, as
+Kafka's ReplicaManager does.
 Fetch sessions: the broker never creates one (it answers session_id 0, as Kafka does when its session cache
 is full), so clients stay on full, sessionless fetches; a request naming a session gets
 FETCH_SESSION_ID_NOT_FOUND, a non-initial epoch without one INVALID_FETCH_SESSION_EPOCH.
@@ -55,7 +57,7 @@ _LEADER_HINT_ERRORS = frozenset(
 )
 
 
-@handles(fetch.API, "4-16")
+@handles(fetch.API, "4-18")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if request.session_id != 0:
         return Response(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=request.session_id)

@@ -1,18 +1,19 @@
-"""API 1 · v4-16 · flexible 12+ · Fetch
+"""API 1 · v4-18 · flexible 12+ · Fetch
 
 Read record batches from partition logs, for consumers and for follower replicas.
 KIP-320 fields: current_leader_epoch (v9+) is checked by the leader; last_fetched_epoch (v12+)
-lets the leader answer a tagged diverging_epoch (v12+) instead of the records.
+lets the leader answer a tagged diverging_epoch (v12+) instead of the records. v17 adds the
+follower's tagged replica_directory_id (KIP-853), v18 its tagged high_watermark (KIP-1166).
 
 Clients: confluent-kafka 2.16 sends v16 (topic ids, v13+), kafka-python v12 (with
 last_fetched_epoch), aiokafka/kcat/kafkajs v11 (current epoch -1); kafkajs needs >= 4.
-Narrowed: v0-3 (old message formats) and v17 (ReplicaDirectoryId, KIP-853) are not declared.
+Narrowed: v0-3 (old message formats) are not declared.
 """
 
 from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
-    "FetchRequest", api_key=1, kind="request", versions="4-16", flexible="12+",
+    "FetchRequest", api_key=1, kind="request", versions="4-18", flexible="12+",
     fields=[
         Field("cluster_id", "string", "12+", nullable="12+", tag=0, tagged="12+", default=None),
         Field("replica_id", "int32", "0-14", default=-1),
@@ -36,6 +37,8 @@ REQUEST = Message(
                 Field("last_fetched_epoch", "int32", "12+", default=-1),
                 Field("log_start_offset", "int64", "5+", default=-1),
                 Field("partition_max_bytes", "int32", "0+"),
+                Field("replica_directory_id", "uuid", "17+", tag=0, tagged="17+"),
+                Field("high_watermark", "int64", "18+", tag=1, tagged="18+", default=9223372036854775807),
             ]),
         ]),
         Field("forgotten_topics_data", "[]ForgottenTopic", "7+", fields=[
@@ -48,7 +51,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    "FetchResponse", api_key=1, kind="response", versions="4-16", flexible="12+",
+    "FetchResponse", api_key=1, kind="response", versions="4-18", flexible="12+",
     fields=[
         Field("throttle_time_ms", "int32", "1+"),
         Field("error_code", "int16", "7+"),
