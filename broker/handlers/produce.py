@@ -1,4 +1,4 @@
-"""Produce · v3-10 · append record batches as leader.
+"""Produce · v3-13 · append record batches as leader.
 
 Behaviour: WRITE on each topic (Kafka's KafkaApis): a topic the principal may not write answers
 TOPIC_AUTHORIZATION_FAILED for its partitions, before anything else is checked, and the other topics are
@@ -23,8 +23,12 @@ stays at their first offset until the coordinator's marker), and a producer with
 outside it gets INVALID_TXN_STATE.
 Version notes: KIP-359 (project extension): the tagged PartitionProduceData.current_leader_epoch (tag 10000,
 v9+) is checked like Fetch's when >= 0: lower -> FENCED_LEADER_EPOCH, higher -> UNKNOWN_LEADER_EPOCH, and
-nothing is appended. v10 answers NOT_LEADER_OR_FOLLOWER and the epoch errors with the current leader and
-its endpoint (KIP-951).
+nothing is appended. v10+ answers NOT_LEADER_OR_FOLLOWER and the epoch errors with the current leader and
+its endpoint (KIP-951). v11 may answer TRANSACTION_ABORTABLE and v12 lets a transaction.version 2 producer add
+its partitions implicitly (KIP-890): both come from the verification skipped below, and this broker never
+finalizes transaction.version 2, so v11 and v12 are served as v10. v13 names topics by id (KIP-516), in the
+request and the answer: an id the metadata does not know answers UNKNOWN_TOPIC_ID for its partitions, before
+authorization (as Kafka's KafkaApis: an id discloses no name).
 Skipped: KIP-890's check that a transactional partition was added to the transaction (a producer that skips
 AddPartitionsToTxn opens a transaction the coordinator does not know: it stays open until the producer's next
 marker).
@@ -55,36 +59,40 @@ _LEADER_HINT_ERRORS = frozenset(
 )
 
 
-@handles(produce.API, "3-10")
+@handles(produce.API, "3-13")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     replicas = context.services.replica_manager
     acks = request.acks
+    by_id = context.api_version >= 13
+    names = [_name(context.services, topic, by_id) for topic in request.topic_data]
     writable = authorized_names(context, AclOperation.WRITE, ResourceType.TOPIC,
-                                (topic.name for topic in request.topic_data))
+                                (name for name in names if name is not None))
     transaction_refused = request.transactional_id is not None and not context.authorized(
         AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     client = f"client {context.client_id!r} at {context.peer}"
-    results: list[tuple[str, list[tuple[int, Any, AppendResult]]]] = []
-    for topic in request.topic_data:
+    results: list[tuple[Any, str | None, list[tuple[int, Any, AppendResult]]]] = []
+    for topic, name in zip(request.topic_data, names, strict=True):
         partition_results = []
         for data in topic.partition_data:
             # refused: no partition either, so no leader hint discloses the topic
-            partition = replicas.get(topic.name, data.index) if topic.name in writable else None
+            partition = replicas.get(name, data.index) if name is not None and name in writable else None
             if transaction_refused:
                 result = AppendResult(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-            elif topic.name not in writable:
+            elif name is None:
+                result = AppendResult(ErrorCode.UNKNOWN_TOPIC_ID)
+            elif name not in writable:
                 result = AppendResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             elif acks not in (0, 1, -1):
                 result = AppendResult(ErrorCode.INVALID_REQUIRED_ACKS)
             elif partition is None:
-                result = AppendResult(replicas.lookup_error(topic.name, data.index))
+                result = AppendResult(replicas.lookup_error(name, data.index))
             elif data.records is None:
                 result = AppendResult(ErrorCode.CORRUPT_MESSAGE, message="null records")
             else:
                 result = partition.append_records_to_leader(data.records, data.current_leader_epoch,
                                                           acks_all=acks == -1, client=client)
             partition_results.append((data.index, partition, result))
-        results.append((topic.name, partition_results))
+        results.append((topic, name, partition_results))
     if acks == 0:
         return None
     if acks == -1:
@@ -95,8 +103,16 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     return _response(context, results)
 
 
+def _name(services: BrokerServices, topic: Any, by_id: bool) -> str | None:
+    """The topic's name, or None for an id this broker's metadata does not know (v13+)."""
+    if not by_id:
+        return topic.name
+    state = services.metadata.topics_by_id.get(topic.topic_id)
+    return None if state is None else state.name
+
+
 async def _wait_for_replication(results: list, timeout_s: float) -> None:
-    appended = [(partition, result) for _, partition_results in results
+    appended = [(partition, result) for _, _, partition_results in results
                 for _, partition, result in partition_results if result.error == ErrorCode.NONE]
     # started eagerly: with no follower to wait for (one broker) each is done at once, and the answer goes out
     # without a loop trip; otherwise they wait together
@@ -111,7 +127,7 @@ async def _wait_for_replication(results: list, timeout_s: float) -> None:
 def _response(context: RequestContext[BrokerServices], results: list) -> Any:
     leaders: set[int] = set()
     topics = []
-    for name, partition_results in results:
+    for topic, name, partition_results in results:
         partitions = []
         for index, partition, result in partition_results:
             response = PartitionResponse(index=index, error_code=result.error, base_offset=result.base_offset,
@@ -124,7 +140,7 @@ def _response(context: RequestContext[BrokerServices], results: list) -> Any:
                                                            leader_epoch=partition.leader_epoch)
                 leaders.add(partition.leader_id)
             partitions.append(response)
-        topics.append(TopicResponse(name=name, partition_responses=partitions))
+        topics.append(TopicResponse(name=name or "", topic_id=topic.topic_id, partition_responses=partitions))
     brokers = context.services.metadata.brokers
     endpoints = [NodeEndpoint(node_id=b.node_id, host=host, port=port, rack=b.rack)
                  for node_id, b in brokers.items() if node_id in leaders

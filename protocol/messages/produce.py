@@ -1,11 +1,12 @@
-"""API 0 · v3-10 · flexible 9+ · Produce
+"""API 0 · v3-13 · flexible 9+ · Produce
 
 Append record batches (magic 2 only) to partition logs. acks travels in the request
 (0, 1 or -1); the response carries the base offset per partition and, from v10, leader hints.
 
+Version notes: v11 (TRANSACTION_ABORTABLE) and v12 (KIP-890 part 2) are v10's schema; v13 names
+topics by id (KIP-516), in the request and the response.
 Clients: confluent-kafka 2.16 sends v10, kafka-python 3.0 v9, aiokafka/kcat/kafkajs v7.
-Narrowed: v0-2 (old message sets, which librdkafka and kafkajs switch to) and v11
-(TRANSACTION_ABORTABLE, same schema) are not declared.
+Narrowed: v0-2 (old message sets, which librdkafka and kafkajs switch to) are not declared.
 
 Project extension (KIP-359 style): PartitionProduceData carries a tagged
 current_leader_epoch (tag 10000, v9+, default -1). A producer that knows the leader epoch
@@ -17,13 +18,14 @@ cannot collide with a future upstream field.
 from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
-    "ProduceRequest", api_key=0, kind="request", versions="3-10", flexible="9+",
+    "ProduceRequest", api_key=0, kind="request", versions="3-13", flexible="9+",
     fields=[
         Field("transactional_id", "string", "3+", nullable="3+", default=None),
         Field("acks", "int16", "0+"),
         Field("timeout_ms", "int32", "0+"),
         Field("topic_data", "[]TopicProduceData", "0+", fields=[
-            Field("name", "string", "0+"),
+            Field("name", "string", "0-12"),
+            Field("topic_id", "uuid", "13+"),
             Field("partition_data", "[]PartitionProduceData", "0+", fields=[
                 Field("index", "int32", "0+"),
                 Field("records", "records", "0+", nullable="0+"),
@@ -34,10 +36,11 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    "ProduceResponse", api_key=0, kind="response", versions="3-10", flexible="9+",
+    "ProduceResponse", api_key=0, kind="response", versions="3-13", flexible="9+",
     fields=[
         Field("responses", "[]TopicProduceResponse", "0+", fields=[
-            Field("name", "string", "0+"),
+            Field("name", "string", "0-12"),
+            Field("topic_id", "uuid", "13+"),
             Field("partition_responses", "[]PartitionProduceResponse", "0+", fields=[
                 Field("index", "int32", "0+"),
                 Field("error_code", "int16", "0+"),

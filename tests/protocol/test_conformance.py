@@ -217,7 +217,9 @@ def test_message_header_matches_reference(message: Message) -> None:
 
 @pytest.mark.parametrize(("message", "version"), claimed_versions())
 def test_fields_match_reference_at_version(message: Message, version: int) -> None:
-    spec = load_spec(message.name, version)
+    # a message declared past 3.9 follows the 4.x JSON at every version: it may re-state an old field's
+    # versions (Produce's Name "0+" became "0-12" with v13's TopicId)
+    spec = load_spec(message.name, message.versions.high)
     common = {struct["name"]: struct["fields"] for struct in spec.get("commonStructs", [])}
     expected = reference_view(spec["fields"], version, common)
     actual = declared_view(message, message.fields, message.cls, version)
