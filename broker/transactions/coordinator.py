@@ -371,6 +371,27 @@ class TransactionCoordinator:
         return await self._write(txn, replace(txn, state=TxnState.ONGOING, partitions=txn.partitions | partitions,
                                               start_ms=start, update_ms=now))
 
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: set[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        """AddPartitionsToTxn v4+ with verify_only (KIP-890): whether each partition is in the producer's
+        transaction, TRANSACTION_ABORTABLE if not, as Kafka's handleVerifyPartitionsInTransaction. A change being
+        written does not count (the partitions are in the metadata once written); a prepared transaction is
+        CONCURRENT_TRANSACTIONS."""
+        if not transactional_id:
+            return dict.fromkeys(partitions, ErrorCode.INVALID_REQUEST)
+        txn = self.txns.get(transactional_id)
+        error = self.coordinator_error(transactional_id)
+        if error == ErrorCode.NONE and (txn is None or txn.producer_id != producer_id):
+            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        elif error == ErrorCode.NONE and txn is not None and txn.producer_epoch != producer_epoch:
+            error = ErrorCode.PRODUCER_FENCED
+        elif error == ErrorCode.NONE and txn is not None and txn.state in PREPARED:
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if error != ErrorCode.NONE or txn is None:
+            return dict.fromkeys(partitions, error)
+        return {partition: ErrorCode.NONE if partition in txn.partitions else ErrorCode.TRANSACTION_ABORTABLE
+                for partition in partitions}
+
     async def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           group_id: str) -> ErrorCode:
         """The group's `__consumer_offsets` partition joins the transaction (TxnOffsetCommit writes there)."""

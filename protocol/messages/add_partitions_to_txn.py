@@ -1,12 +1,12 @@
-"""API 24 · v0-4 · flexible 3+ · AddPartitionsToTxn
+"""API 24 · v0-5 · flexible 3+ · AddPartitionsToTxn
 
 Adds partitions to a producer's ongoing transaction at its transaction coordinator, before the producer
 writes transactional records to them.
 
 Versions: v1 is v0, v2 adds the PRODUCER_FENCED error, v3 is the first flexible version. v4 (KIP-890) batches
 several transactions per request, adds VerifyOnly and a top-level response error code: v0-3 are sent by
-clients, v4+ only by brokers (a partition leader verifying with the coordinator). Kafka 3.9 also has v5,
-which only adds the TRANSACTION_ABORTABLE error code (no wire change); it is not declared here.
+clients, v4+ only by brokers (a partition leader verifying with the coordinator). v5 only adds the
+TRANSACTION_ABORTABLE error code (no wire change).
 
 Clients: every transactional producer (Java, librdkafka/confluent-kafka, kafka-python, kafkajs) sends v0-3.
 The reference folder has no JSON for this API: the fields follow apache/kafka's AddPartitionsToTxnRequest.json
@@ -34,7 +34,7 @@ ADD_PARTITIONS_TO_TXN_TOPIC_RESULT = [
 ]
 
 REQUEST = Message(
-    "AddPartitionsToTxnRequest", api_key=24, kind="request", versions="0-4", flexible="3+",
+    "AddPartitionsToTxnRequest", api_key=24, kind="request", versions="0-5", flexible="3+",
     fields=[
         Field("transactions", "[]AddPartitionsToTxnTransaction", "4+", fields=[
             Field("transactional_id", "string", "4+"),
@@ -51,7 +51,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    "AddPartitionsToTxnResponse", api_key=24, kind="response", versions="0-4", flexible="3+",
+    "AddPartitionsToTxnResponse", api_key=24, kind="response", versions="0-5", flexible="3+",
     fields=[
         Field("throttle_time_ms", "int32", "0+"),
         Field("error_code", "int16", "4+"),

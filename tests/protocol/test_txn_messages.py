@@ -89,7 +89,7 @@ def kafka_json(name: str) -> dict[str, Any]:
 
 # key -> (module, name, declared versions, first flexible version, kafka-python module)
 DECLARED: dict[int, tuple[Any, str, tuple[int, int], int, str]] = {
-    24: (add_partitions_to_txn, "AddPartitionsToTxn", (0, 4), 3, "producer.transaction"),
+    24: (add_partitions_to_txn, "AddPartitionsToTxn", (0, 5), 3, "producer.transaction"),
     25: (add_offsets_to_txn, "AddOffsetsToTxn", (0, 3), 3, "producer.transaction"),
     26: (end_txn, "EndTxn", (0, 3), 3, "producer.transaction"),
     27: (write_txn_markers, "WriteTxnMarkers", (0, 1), 1, "producer.transaction"),
@@ -102,7 +102,7 @@ DECLARED: dict[int, tuple[Any, str, tuple[int, int], int, str]] = {
 MESSAGES = [m for module, *_ in DECLARED.values() for m in (module.REQUEST, module.RESPONSE)]
 
 # Versions Kafka 3.9 has above the declared range. All but ListTransactions v1 only add an error code.
-NOT_DECLARED = {24: 5, 25: 4, 26: 4, 28: 4, 66: 1}
+NOT_DECLARED = {25: 4, 26: 4, 28: 4, 66: 1}
 ONLY_IN_LATER_VERSIONS = {"ListTransactionsRequest": {"duration_filter"}}
 
 
@@ -151,7 +151,6 @@ def test_every_declaration_matches_kafka_json() -> None:
 
 def test_fields_of_later_versions_are_left_out() -> None:
     assert not any(f.name == "duration_filter" for f in list_transactions.REQUEST.fields)
-    assert add_partitions_to_txn.REQUEST.versions.high == 4  # v5 only adds TRANSACTION_ABORTABLE
 
 
 # -- realistic values ---------------------------------------------------------------------------------------
