@@ -213,12 +213,18 @@ async def _coordinator(addresses: list[str], key_type: int, key: str, what: str,
 
 
 async def fetch_metadata(addresses: list[str], timeout_s: float = REQUEST_TIMEOUT_S) -> ClusterMetadata:
-    """Metadata v12 for every topic from the first of `addresses` that answers."""
+    """Metadata for every topic from the first of `addresses` that answers, at the newest version both serve (a
+    broker claiming Kafka 2.8 has up to v11)."""
     request = metadata.REQUEST.cls(topics=None, allow_auto_topic_creation=False)
+
+    async def ask(client: KafkaClient) -> Any:
+        await client.negotiate()
+        return await client.request(metadata.API, client.version_for(metadata.API), request)
+
     problems = []
     for address in addresses:
         try:
-            response = await _call(address, timeout_s, lambda client: client.request(metadata.API, 12, request))
+            response = await _call(address, timeout_s, ask)
         except AdminError as exc:
             problems.append(str(exc))
             continue

@@ -61,8 +61,8 @@ ZooKeeper-mode broker, as 2.8 to 3.9 ran by default), and for 4.0 on (KRaft only
      "not served (ZooKeeper mode is gone)"),
 ])}
 
-Replication between brokers uses Fetch v13 (topic ids): a cluster claiming 2.8 or 3.0 (Fetch up to v12) cannot
-replicate; claim them with one broker.
+Brokers talk to each other within the release too (a follower of a broker claiming 2.8 or 3.0 fetches by topic
+name with Fetch v12), and to their controller with this broker's own APIs.
 
 Not emulated: the supported and finalized features of ApiVersions (`metadata.version`, `kraft.version`,
 `transaction.version`, `group.version`). The broker lists none, as a ZooKeeper-mode broker does (and librdkafka

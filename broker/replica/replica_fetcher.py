@@ -8,7 +8,8 @@ Rules:
 - Every hand-over truncates before fetching: OffsetForLeaderEpoch v4 for the follower's latest epoch, then
   Kafka's rule (`Partition.truncate_to_epoch_end`), asking again while it says so (KIP-279). No epoch of ours
   to ask about keeps the log: a follower never truncates to its high watermark (KIP-101 scenario 1).
-- Fetch v13+ from the log end with current_leader_epoch and last_fetched_epoch. A DivergingEpoch answer
+- Fetch (v13+ by topic id; v12 by name from a leader claiming Kafka 2.8 or 3.0) from the log end with
+  current_leader_epoch and last_fetched_epoch. A DivergingEpoch answer
   truncates by the same rule instead of appending; batches are appended as they came
   (`Partition.append_as_follower`: opaque bytes, the log takes their epochs from the headers).
 - Errors: FENCED_LEADER_EPOCH and NOT_LEADER_OR_FOLLOWER park the partition until the metadata gives a new
@@ -45,7 +46,8 @@ REQUEST_TIMEOUT_S = 30.0  # a leader that stopped answering (SIGSTOP) costs a re
 RETRY_BACKOFF_S = 0.1
 RECONNECT_BACKOFF_MAX_S = 2.0
 PAUSE_CHECK_S = 0.1
-MIN_FETCH_VERSION = 13  # topic ids
+MIN_FETCH_VERSION = 12  # last_fetched_epoch, for DivergingEpoch (KIP-320)
+FIRST_TOPIC_ID_VERSION = 13  # before, topics by name (a leader claiming Kafka 2.8 or 3.0 serves up to v12)
 FIRST_REPLICA_STATE_VERSION = 15  # replica_id moves into replica_state
 _PARKING_ERRORS = frozenset({ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER})
 
@@ -247,14 +249,18 @@ class ReplicaFetcher:
             await self._wait_for_work()
             return
         version = client.version_for(fetch.API)
+        by_name = version < FIRST_TOPIC_ID_VERSION
         asked: dict[PartitionKey, tuple[FetchState, int]] = {}
         topics: dict[bytes, Any] = {}
+        topic_ids: dict[str, bytes] = {}
         for state in states:
             partition_log = state.partition.log
             fetch_offset = partition_log.log_end_offset
             asked[_key(state.partition)] = (state, fetch_offset)
+            topic_ids[state.partition.topic] = state.partition.topic_id
+            named = {"topic": state.partition.topic} if by_name else {"topic_id": state.partition.topic_id}
             topics.setdefault(state.partition.topic_id, fetch.REQUEST.FetchTopic(
-                topic_id=state.partition.topic_id, partitions=[])).partitions.append(fetch.REQUEST.FetchPartition(
+                partitions=[], **named)).partitions.append(fetch.REQUEST.FetchPartition(
                     partition=state.partition.index, current_leader_epoch=state.leader_epoch,
                     fetch_offset=fetch_offset, last_fetched_epoch=partition_log.latest_epoch,
                     log_start_offset=partition_log.log_start_offset, partition_max_bytes=PARTITION_MAX_BYTES))
@@ -275,8 +281,9 @@ class ReplicaFetcher:
                 self._on_error(state, ErrorCode(response.error_code), "Fetch")
             return
         for topic in response.responses:
+            topic_id = topic_ids.get(topic.topic, b"") if by_name else topic.topic_id
             for answer in topic.partitions:
-                answered, fetch_offset = asked.get((topic.topic_id, answer.partition_index), (None, -1))
+                answered, fetch_offset = asked.get((topic_id, answer.partition_index), (None, -1))
                 if answered is not None and self.states.get(_key(answered.partition)) is answered:
                     self._apply(answered, fetch_offset, answer)
 

@@ -1,6 +1,6 @@
 """A cluster whose brokers claim a Kafka release (`kafka.version`) still replicates and fails over: the brokers
-talk to each other within the release's versions (Fetch v13+ with topic ids from 3.1), and to their controller
-natively."""
+talk to each other within the release's versions (a follower fetches by topic name, Fetch v12, from a leader
+claiming 2.8 or 3.0; by topic id from 3.1), and to their controller natively."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from epoch_broker import testing
 
 
-@pytest.mark.parametrize("release", ["3.1", "4.0"])
+@pytest.mark.parametrize("release", ["2.8", "3.1", "4.0"])
 def test_a_cluster_claiming_a_release_replicates_and_fails_over(release: str) -> None:
     with testing.cluster(3, config={"kafka.version": release}) as cluster:
         cluster.create_topic("t", replication_factor=3, config={"min.insync.replicas": "2"})

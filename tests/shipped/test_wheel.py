@@ -78,6 +78,10 @@ def test_a_users_test_file_runs_on_the_installed_wheel_with_the_plugins_fixtures
     tests = run([user_venv.bin("python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore"], 600,
                 cwd=project, env=user_env())
     assert "4 passed" in tests.stdout
+    # the same tests against brokers claiming three Kafka releases (docs/releases.md), clusters included
+    matrix = run([user_venv.bin("python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
+                  "--kafka-versions", "2.8,3.7,4.0"], 600, cwd=project, env=user_env())
+    assert "12 passed" in matrix.stdout
 
 
 def test_the_installed_cluster_command_and_a_leader_kill_drill(user_venv: Venv, tmp_path: Path) -> None:
