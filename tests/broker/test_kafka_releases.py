@@ -162,7 +162,7 @@ def test_the_plugin_runs_a_test_once_per_release(tmp_path: Path) -> None:
         "    finally:\n"
         "        admin.close()\n")
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-v",
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v",
                           "--kafka-versions", "2.8,3.4,4.2", "test_matrix.py"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and "3 passed" in run.stdout, run.stdout[-3000:]
