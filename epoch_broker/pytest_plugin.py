@@ -45,6 +45,10 @@ def _releases(config: pytest.Config) -> list[str]:
         raise pytest.UsageError(f"--kafka-versions: {exc}") from None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    _releases(config)  # a bad --kafka-versions is a usage error before anything runs
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "kafka_version" in metafunc.fixturenames and (releases := _releases(metafunc.config)):
         metafunc.parametrize("kafka_version", releases, indirect=True, scope="session",
