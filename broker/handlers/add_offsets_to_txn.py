@@ -1,9 +1,10 @@
-"""AddOffsetsToTxn · v0-3 · a group's offsets join a producer's transaction (before TxnOffsetCommit).
+"""AddOffsetsToTxn · v0-4 · a group's offsets join a producer's transaction (before TxnOffsetCommit).
 
 Behaviour: needs WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and READ on the group
 (GROUP_AUTHORIZATION_FAILED); the group's `__consumer_offsets` partition (made if missing) joins the transaction
 at its coordinator, with the answers of AddPartitionsToTxn.
-Version notes: v2 may answer PRODUCER_FENCED (older versions get INVALID_PRODUCER_EPOCH instead); v3 flexible.
+Version notes: v2 may answer PRODUCER_FENCED (older versions get INVALID_PRODUCER_EPOCH instead); v3 flexible; v4
+(Kafka 3.8) the same here: nothing answers TRANSACTION_ABORTABLE.
 Skipped: nothing.
 """
 
@@ -19,7 +20,7 @@ from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import add_offsets_to_txn as messages
 
 
-@handles(messages.API, "0-3")
+@handles(messages.API, "0-4")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if not context.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return messages.RESPONSE.cls(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)

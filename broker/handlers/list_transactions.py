@@ -1,10 +1,11 @@
-"""ListTransactions · v0 · the transactional ids this broker coordinates (kafka-transactions.sh list asks every
+"""ListTransactions · v0-1 · the transactional ids this broker coordinates (kafka-transactions.sh list asks every
 broker).
 
 Behaviour: only ids the principal may DESCRIBE are listed; `state_filters` (Kafka's state names) and
 `producer_id_filters` narrow the list (empty: no filter); filters naming no state are echoed in
 `unknown_state_filters`. COORDINATOR_LOAD_IN_PROGRESS while a `__transaction_state` partition led here loads.
-Version notes: v1's duration filter (KIP-994) is Kafka 3.8+ and not served.
+Version notes: v1's duration_filter (KIP-994) lists only transactions started more than that many milliseconds ago
+(-1: any), as Kafka's TransactionStateManager.listTransactionStates.
 Skipped: nothing.
 """
 
@@ -24,13 +25,14 @@ Response = messages.RESPONSE
 STATE_NAMES = {state.kafka_name for state in TxnState}
 
 
-@handles(messages.API, "0")
+@handles(messages.API, "0-1")
 def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     coordinator = context.services.transaction_coordinator
     if coordinator.loading:
         return Response.cls(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     unknown = [name for name in request.state_filters if name not in STATE_NAMES]
-    found = coordinator.list_transactions(set(request.state_filters), set(request.producer_id_filters))
+    found = coordinator.list_transactions(set(request.state_filters), set(request.producer_id_filters),
+                                          request.duration_filter)
     visible = authorized_names(context, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                                [txn.transactional_id for txn in found])
     return Response.cls(unknown_state_filters=unknown, transaction_states=[

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit · v0-3 · a transactional producer's consumed positions, committed with its transaction (KIP-98).
+"""TxnOffsetCommit · v0-4 · a transactional producer's consumed positions, committed with its transaction (KIP-98).
 
 Behaviour: needs WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition),
 READ on the group (else GROUP_AUTHORIZATION_FAILED for every partition) and READ on each topic (else
@@ -10,8 +10,9 @@ A group that does not exist yet is created empty. Unknown partitions get UNKNOWN
 4096 bytes OFFSET_METADATA_TOO_LARGE.
 Version notes: committed_leader_epoch v2+ (-1 before); generation_id, member_id and group_instance_id v3+ (KIP-447:
 when given, checked as an OffsetCommit's: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); v0-1 get
-COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS, which producers before Kafka 2.0 cannot handle (as Kafka).
-Skipped: v4 (TRANSACTION_ABORTABLE) and KIP-890's check that the group's partition is in the transaction.
+COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS, which producers before Kafka 2.0 cannot handle (as Kafka);
+v4 (Kafka 3.8) the same: nothing here answers TRANSACTION_ABORTABLE.
+Skipped: KIP-890's check that the group's partition is in the transaction.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import txn_offset_commit as messages
 
 
-@handles(messages.API, "0-3")
+@handles(messages.API, "0-4")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if not context.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return _response(request, lambda topic: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)

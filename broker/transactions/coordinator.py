@@ -501,7 +501,12 @@ class TransactionCoordinator:
         txn = self.txns.get(transactional_id)
         return (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None) if txn is None else (ErrorCode.NONE, txn)
 
-    def list_transactions(self, states: set[str], producer_ids: set[int]) -> list[TxnMetadata]:
+    def list_transactions(self, states: set[str], producer_ids: set[int], longer_than_ms: int = -1
+                          ) -> list[TxnMetadata]:
+        """The transactions of these states and producer ids (empty: any), started more than `longer_than_ms`
+        ago (-1: any)."""
+        now = self.now_ms()
         return [txn for txn in self.txns.values() if txn.producer_id >= 0
                 and (not states or txn.state.kafka_name in states)
-                and (not producer_ids or txn.producer_id in producer_ids)]
+                and (not producer_ids or txn.producer_id in producer_ids)
+                and (longer_than_ms < 0 or now - txn.start_ms > longer_than_ms)]

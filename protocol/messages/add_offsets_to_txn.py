@@ -1,11 +1,11 @@
-"""API 25 · v0-3 · flexible 3+ · AddOffsetsToTxn
+"""API 25 · v0-4 · flexible 3+ · AddOffsetsToTxn
 
 Tells the transaction coordinator that a transaction will commit consumer offsets for a group (the
 consume-transform-produce loop): the coordinator adds that group's __consumer_offsets partition to the
 transaction, and the producer then sends TxnOffsetCommit to the group coordinator.
 
-Versions: v1 is v0, v2 adds the PRODUCER_FENCED error, v3 is the first flexible version. Kafka 3.9 also has
-v4, which only adds the TRANSACTION_ABORTABLE error code (no wire change); it is not declared here.
+Versions: v1 is v0, v2 adds the PRODUCER_FENCED error, v3 is the first flexible version. v4 (Kafka 3.8,
+KIP-890) only lets the answer carry TRANSACTION_ABORTABLE (no wire change).
 
 Clients: transactional producers: Java sendOffsetsToTransaction, confluent-kafka/librdkafka
 send_offsets_to_transaction, kafka-python KafkaProducer.send_offsets_to_transaction, kafkajs
@@ -17,7 +17,7 @@ AddOffsetsToTxnResponse.json at 3.9, so the spec conformance test lists it as an
 from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
-    "AddOffsetsToTxnRequest", api_key=25, kind="request", versions="0-3", flexible="3+",
+    "AddOffsetsToTxnRequest", api_key=25, kind="request", versions="0-4", flexible="3+",
     fields=[
         Field("transactional_id", "string", "0+"),
         Field("producer_id", "int64", "0+"),
@@ -27,7 +27,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    "AddOffsetsToTxnResponse", api_key=25, kind="response", versions="0-3", flexible="3+",
+    "AddOffsetsToTxnResponse", api_key=25, kind="response", versions="0-4", flexible="3+",
     fields=[
         Field("throttle_time_ms", "int32", "0+"),
         Field("error_code", "int16", "0+"),

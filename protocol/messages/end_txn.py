@@ -1,10 +1,10 @@
-"""API 26 · v0-3 · flexible 3+ · EndTxn
+"""API 26 · v0-4 · flexible 3+ · EndTxn
 
 Commits or aborts a producer's ongoing transaction at its transaction coordinator, which then writes the
 COMMIT or ABORT markers (WriteTxnMarkers) to every partition of the transaction.
 
-Versions: v1 is v0, v2 adds the PRODUCER_FENCED error, v3 is the first flexible version. Kafka 3.9 also has
-v4, which only adds the TRANSACTION_ABORTABLE error code (no wire change); it is not declared here.
+Versions: v1 is v0, v2 adds the PRODUCER_FENCED error, v3 is the first flexible version. v4 (Kafka 3.8,
+KIP-890) only lets the answer carry TRANSACTION_ABORTABLE (no wire change).
 
 Clients: transactional producers: Java commitTransaction/abortTransaction, confluent-kafka/librdkafka
 commit_transaction/abort_transaction, kafka-python KafkaProducer.commit_transaction/abort_transaction,
@@ -16,7 +16,7 @@ EndTxnResponse.json at 3.9, so the spec conformance test lists it as an API with
 from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
-    "EndTxnRequest", api_key=26, kind="request", versions="0-3", flexible="3+",
+    "EndTxnRequest", api_key=26, kind="request", versions="0-4", flexible="3+",
     fields=[
         Field("transactional_id", "string", "0+"),
         Field("producer_id", "int64", "0+"),
@@ -26,7 +26,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    "EndTxnResponse", api_key=26, kind="response", versions="0-3", flexible="3+",
+    "EndTxnResponse", api_key=26, kind="response", versions="0-4", flexible="3+",
     fields=[
         Field("throttle_time_ms", "int32", "0+"),
         Field("error_code", "int16", "0+"),

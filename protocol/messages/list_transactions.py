@@ -1,11 +1,11 @@
-"""API 66 · v0 · flexible 0+ · ListTransactions
+"""API 66 · v0-1 · flexible 0+ · ListTransactions
 
 Lists the transactions a transaction coordinator knows (KIP-664), optionally only those in some states
 ("Ongoing", "PrepareCommit", ...) or of some producer ids; empty filters match everything. The response
 names the state filters the coordinator did not recognise.
 
-Versions: Kafka 3.9 also has v1 (KIP-994), which adds DurationFilter to the request (only transactions
-running longer than that); it is not declared here, so that field is left out.
+Versions: v1 (Kafka 3.8, KIP-994) adds DurationFilter to the request: only transactions running longer than that
+many milliseconds (-1: any). Kafka 4.1's v2 (a transactional id pattern, KIP-1152) is not declared.
 
 Clients: the admin clients: Java Admin.listTransactions / kafka-transactions.sh list, kafka-python
 KafkaAdminClient.list_transactions.
@@ -16,15 +16,16 @@ ListTransactionsResponse.json at 3.9, so the spec conformance test lists it as a
 from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
-    "ListTransactionsRequest", api_key=66, kind="request", versions="0", flexible="0+",
+    "ListTransactionsRequest", api_key=66, kind="request", versions="0-1", flexible="0+",
     fields=[
         Field("state_filters", "[]string", "0+"),
         Field("producer_id_filters", "[]int64", "0+"),
+        Field("duration_filter", "int64", "1+", default=-1),
     ],
 )
 
 RESPONSE = Message(
-    "ListTransactionsResponse", api_key=66, kind="response", versions="0", flexible="0+",
+    "ListTransactionsResponse", api_key=66, kind="response", versions="0-1", flexible="0+",
     fields=[
         Field("throttle_time_ms", "int32", "0+"),
         Field("error_code", "int16", "0+"),

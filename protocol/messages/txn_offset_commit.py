@@ -1,12 +1,11 @@
-"""API 28 · v0-3 · flexible 3+ · TxnOffsetCommit
+"""API 28 · v0-4 · flexible 3+ · TxnOffsetCommit
 
 Commits consumer offsets to the group coordinator as part of a transaction: they become visible only if the
 transaction commits (after AddOffsetsToTxn added the group to the transaction).
 
 Versions: v1 is v0, v2 adds the committed leader epoch, v3 is the first flexible version and adds the
 member id, group instance id and generation id so the coordinator can fence zombie consumers (KIP-447).
-Kafka 3.9 also has v4, which only adds the TRANSACTION_ABORTABLE error code (no wire change); it is not
-declared here.
+v4 (Kafka 3.8, KIP-890) only lets the answer carry TRANSACTION_ABORTABLE (no wire change).
 
 Clients: transactional producers: Java sendOffsetsToTransaction, confluent-kafka/librdkafka
 send_offsets_to_transaction, kafka-python KafkaProducer.send_offsets_to_transaction, kafkajs
@@ -18,7 +17,7 @@ TxnOffsetCommitResponse.json at 3.9, so the spec conformance test lists it as an
 from epoch_broker.protocol.schema import Api, Field, Message
 
 REQUEST = Message(
-    "TxnOffsetCommitRequest", api_key=28, kind="request", versions="0-3", flexible="3+",
+    "TxnOffsetCommitRequest", api_key=28, kind="request", versions="0-4", flexible="3+",
     fields=[
         Field("transactional_id", "string", "0+"),
         Field("group_id", "string", "0+"),
@@ -40,7 +39,7 @@ REQUEST = Message(
 )
 
 RESPONSE = Message(
-    "TxnOffsetCommitResponse", api_key=28, kind="response", versions="0-3", flexible="3+",
+    "TxnOffsetCommitResponse", api_key=28, kind="response", versions="0-4", flexible="3+",
     fields=[
         Field("throttle_time_ms", "int32", "0+"),
         Field("topics", "[]TxnOffsetCommitResponseTopic", "0+", fields=[

@@ -13,6 +13,8 @@ from kafka import TopicPartition
 from kafka.admin import AbortTransactionSpec, KafkaAdminClient
 
 from epoch_broker import testing
+from epoch_broker.client.blocking import BlockingKafkaClient
+from epoch_broker.protocol.messages import list_transactions
 from tests.transactions.conftest import producer_config
 
 
@@ -69,3 +71,24 @@ def test_an_operator_abort_unblocks_read_committed_readers(
         assert reader.get_watermark_offsets(Partition(topic, 0), timeout=10) == (0, 3)  # records and the marker
     finally:
         reader.close()
+
+
+def test_list_transactions_v1_lists_only_those_running_longer_than_the_duration_filter(
+        broker: testing.Broker, name: Callable[[str], str]) -> None:
+    topic, transactional_id = broker.create_topic(name("slow")), name("txn")
+    producer = Producer(producer_config(broker.bootstrap_servers, transactional_id))
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value="open")
+    producer.flush()
+
+    def listed(duration_ms: int) -> set[str]:
+        with BlockingKafkaClient.connect(broker.bootstrap_servers) as client:
+            answer = client.request(list_transactions.API, 1, list_transactions.REQUEST.cls(
+                state_filters=["Ongoing"], producer_id_filters=[], duration_filter=duration_ms))
+        return {state.transactional_id for state in answer.transaction_states}
+
+    assert transactional_id in listed(-1)
+    assert transactional_id not in listed(3_600_000)  # started less than an hour ago
+    testing.wait_until(lambda: transactional_id in listed(0), "the transaction has run for more than 0 ms")
+    producer.abort_transaction(30)
