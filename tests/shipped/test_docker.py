@@ -34,6 +34,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, ConsumerGroupType, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from kafka import KafkaAdminClient
+from kafka.errors import KafkaTimeoutError
 
 from epoch_broker.broker.config import CLUSTER_SECRET_ENV
 from tests.helpers import ARTIFACTS, REPO, chromium, free_port, not_yet, wait_for_sync
@@ -181,6 +183,34 @@ def test_the_image_serves_every_codec_on_a_published_port(image: str) -> None:
         assert committed(admin, "kip848-readers", "kip848", 3) == {0: 20, 1: 20, 2: 20}
     finally:
         subprocess.run(["docker", "rm", "-f", "-v", name], capture_output=True)  # -v: its /data volume too
+
+
+def test_the_image_answers_as_the_kafka_release_it_is_told_to_claim(image: str) -> None:
+    """`kafka.version` (docs/releases.md) from the image: kafka-python infers each release from the broker's
+    ApiVersions."""
+    for release, expected in (("3.7", (3, 7)), ("4.0", (4, 0))):
+        port = free_port()
+        name = f"epoch-broker-test-release-{os.getpid()}"
+        docker("run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:9092", image, "serve",
+               "--override", "listeners=PLAINTEXT://0.0.0.0:9092", "--override", f"kafka.version={release}",
+               "--override", f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}", "--override", "log.dirs=/data")
+        try:
+            bootstrap = f"127.0.0.1:{port}"
+            admin = wait_for_sync(lambda: _admin(bootstrap), 60, interval=0.5,  # noqa: B023 (waited for here)
+                                  what=f"the container claiming {release} answers")
+            try:
+                assert admin._client.check_version() == expected
+            finally:
+                admin.close()
+        finally:
+            subprocess.run(["docker", "rm", "-f", "-v", name], capture_output=True)
+
+
+def _admin(bootstrap: str) -> KafkaAdminClient | None:
+    try:
+        return KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+    except KafkaTimeoutError:  # not listening yet
+        return None
 
 
 # --- compose ----------------------------------------------------------------------------------------------------
