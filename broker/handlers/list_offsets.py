@@ -78,7 +78,7 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
 def _answer(answer: Any, partition: Partition, wanted: Any, replica_id: int, version: int,
             read_committed: bool) -> None:
     result = partition.fetch_offset_for_timestamp(wanted.timestamp, wanted.current_leader_epoch, replica_id,
-                                                  max_timestamp_supported=version >= 7, read_committed=read_committed)
+                                                  read_committed=read_committed)
     if result.error == ErrorCode.OFFSET_NOT_AVAILABLE and version < 5:
         answer.error_code = ErrorCode.LEADER_NOT_AVAILABLE  # KIP-207's code is v5+
     else:

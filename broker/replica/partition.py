@@ -388,7 +388,7 @@ class Partition:
                 or self.configs["unclean.leader.election.enable"])
 
     def fetch_offset_for_timestamp(self, timestamp: int, current_leader_epoch: int, replica_id: int,
-                                   max_timestamp_supported: bool, read_committed: bool = False) -> OffsetAnswer:
+                                   read_committed: bool = False) -> OffsetAnswer:
         """ListOffsets: EARLIEST (and EARLIEST_LOCAL), LATEST, MAX_TIMESTAMP or the first offset at or after a time;
         any other negative timestamp (LATEST_TIERED, EARLIEST_PENDING_UPLOAD) finds nothing: offset -1.
 
@@ -417,7 +417,7 @@ class Partition:
         if timestamp in (EARLIEST, EARLIEST_LOCAL):
             offset = partition_log.log_start_offset
             return OffsetAnswer(offset=offset, leader_epoch=partition_log.epoch_for_offset(offset))
-        if timestamp == MAX_TIMESTAMP and max_timestamp_supported:
+        if timestamp == MAX_TIMESTAMP:
             # The first record carrying the largest timestamp of the log is the answer.
             timestamp = max(segment.max_timestamp for segment in partition_log.segments)
         found = partition_log.offset_for_timestamp(timestamp) if timestamp >= 0 else None

@@ -59,7 +59,7 @@ def fetch_error(partition: Partition, epoch: int) -> ErrorCode:
 
 
 def list_offsets_error(partition: Partition, epoch: int) -> ErrorCode:
-    return partition.fetch_offset_for_timestamp(LATEST, epoch, 1, True).error
+    return partition.fetch_offset_for_timestamp(LATEST, epoch, 1).error
 
 
 def offsets_for_leader_epoch_error(partition: Partition, epoch: int) -> ErrorCode:
@@ -92,7 +92,7 @@ def test_a_refused_produce_appends_nothing(tmp_path: Path) -> None:
 def test_a_debugging_list_offsets_is_answered_by_a_follower_after_the_epoch_check(
         tmp_path: Path, epoch: int, expected: ErrorCode) -> None:
     partition = make_partition(tmp_path, leader=FOLLOWER)
-    assert partition.fetch_offset_for_timestamp(EARLIEST, epoch, DEBUGGING, True).error == expected
+    assert partition.fetch_offset_for_timestamp(EARLIEST, epoch, DEBUGGING).error == expected
 
 
 # -- min.insync.replicas -------------------------------------------------------------------------------
@@ -180,10 +180,10 @@ def test_kip_207_a_new_leader_refuses_consumer_offsets_until_its_high_watermark_
     partition = make_partition(tmp_path, leader=FOLLOWER, unclean_leader_election_enable=unclean)
     partition.append_as_follower(records(b"a", b"b", partition_leader_epoch=E), 0, 0)
     partition.update(LEADER, E + 1, 2, (0, 1, 2), (0, 1, 2), NOW_MS)  # elected with log end 2, high watermark 0
-    assert partition.fetch_offset_for_timestamp(LATEST, -1, replica_id, True).error == expected
+    assert partition.fetch_offset_for_timestamp(LATEST, -1, replica_id).error == expected
     for follower in (1, 2):
         fetch(partition, E + 1, offset=2, replica_id=follower)
-    answer = partition.fetch_offset_for_timestamp(LATEST, -1, CONSUMER, True)
+    answer = partition.fetch_offset_for_timestamp(LATEST, -1, CONSUMER)
     assert (answer.error, answer.offset, answer.leader_epoch) == (NONE, 2, E + 1)
 
 
