@@ -1,4 +1,4 @@
-"""OffsetCommit · v2-9 · store a group's consumed positions, with the leader epoch (KIP-320).
+"""OffsetCommit · v2-10 · store a group's consumed positions, with the leader epoch (KIP-320).
 
 Behaviour: needs READ on the group (else GROUP_AUTHORIZATION_FAILED for every partition, nothing committed) and
 READ on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed). A member commits
@@ -7,7 +7,8 @@ commits with generation -1. Offsets are appended to `__consumer_offsets` before 
 UNKNOWN_TOPIC_OR_PARTITION, metadata over 4096 bytes OFFSET_METADATA_TOO_LARGE.
 A KIP-848 consumer group's member commits with its member epoch in generation_id_or_member_epoch and v9+
 (STALE_MEMBER_EPOCH for another epoch, UNSUPPORTED_VERSION below v9); epoch -1 only while the group is empty.
-Version notes: committed_leader_epoch v6+ (-1 before); group_instance_id v7+.
+Version notes: committed_leader_epoch v6+ (-1 before); group_instance_id v7+; v10 (Kafka 4.2) names topics by id,
+answered by id: an id this broker's metadata does not know gets UNKNOWN_TOPIC_ID for its partitions, as Kafka.
 Skipped: retention_time_ms (v2-4): every offset follows offsets.retention.minutes, as in Kafka 2.1+.
 """
 
@@ -24,8 +25,35 @@ from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import offset_commit as messages
 
 
-@handles(messages.API, "2-9")
+@handles(messages.API, "2-10")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+    unknown_ids = name_topics_by_id(context, request) if context.api_version >= 10 else []
+    response = await _commit(context, request)
+    R = messages.RESPONSE
+    for asked, answered in zip(request.topics, response.topics, strict=True):
+        answered.topic_id = asked.topic_id
+    response.topics += [R.OffsetCommitResponseTopic(topic_id=t.topic_id, partitions=[
+        R.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+        for p in t.partitions]) for t in unknown_ids]
+    return response
+
+
+def name_topics_by_id(context: RequestContext[BrokerServices], request: Any) -> list[Any]:
+    """Give each topic of a request naming topics by id (v10+) its name from the metadata; the topics whose id is
+    unknown are taken out of the request and returned."""
+    known, unknown = [], []
+    for topic in request.topics:
+        state = context.services.metadata.topics_by_id.get(topic.topic_id)
+        if state is None:
+            unknown.append(topic)
+        else:
+            topic.name = state.name
+            known.append(topic)
+    request.topics = known
+    return unknown
+
+
+async def _commit(context: RequestContext[BrokerServices], request: Any) -> Any:
     if not context.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(request, lambda topic: ErrorCode.GROUP_AUTHORIZATION_FAILED)
     readable, offsets = readable_offsets(context, request)

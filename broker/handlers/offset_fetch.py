@@ -1,4 +1,4 @@
-"""OffsetFetch · v1-9 · a group's committed offsets, with the committed leader epoch (KIP-320).
+"""OffsetFetch · v1-10 · a group's committed offsets, with the committed leader epoch (KIP-320).
 
 Behaviour: needs DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED, nothing read) and on each topic: a topic
 named that the principal may not describe answers TOPIC_AUTHORIZATION_FAILED for its partitions (offset -1), and
@@ -11,6 +11,8 @@ Version notes: v1 has no group-level error, so coordinator errors go on every pa
 a top-level error; committed_leader_epoch v5+; require_stable v7+; v8+ batch groups.
 v9's member_id and member_epoch are checked for a KIP-848 consumer group (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH);
 a null member id with epoch -1 (an admin client) reads freely; classic groups do not check them, as in Kafka.
+v10 (Kafka 4.2) names topics by id both ways: an id this broker's metadata does not know answers UNKNOWN_TOPIC_ID for
+the partitions asked for, and a group's offsets of a topic no longer known by name are left out (no id to give).
 Skipped: nothing.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from epoch_broker.broker.handlers.offset_commit import name_topics_by_id
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import authorized_names
@@ -55,11 +58,14 @@ def _fetch(context: RequestContext[BrokerServices], group_id: str, topics: list[
                              for name, partitions in topics if name not in describable for p in partitions]
 
 
-@handles(messages.API, "1-9")
+@handles(messages.API, "1-10")
 def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     if context.api_version >= 8:
+        by_id = context.api_version >= 10
+        metadata = context.services.metadata
         response = R.cls()
         for g in request.groups:
+            unknown_ids = name_topics_by_id(context, g) if by_id and g.topics is not None else []
             error, offsets = _fetch(context, g.group_id, _topics(g.topics), request.require_stable,
                                     g.member_id if context.api_version >= 9 else None,
                                     g.member_epoch if context.api_version >= 9 else -1)
@@ -69,10 +75,17 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
                     partition_index=o.partition, committed_offset=o.offset, committed_leader_epoch=o.leader_epoch,
                     metadata=o.metadata, error_code=o.error,
                 ))
-            response.groups.append(R.OffsetFetchResponseGroup(
-                group_id=g.group_id, error_code=error,
-                topics=[R.OffsetFetchResponseTopics(name=name, partitions=ps) for name, ps in by_topic.items()],
-            ))
+            answered = [R.OffsetFetchResponseTopics(name=name, partitions=ps) for name, ps in by_topic.items()]
+            if by_id:
+                answered = [t for t in answered if t.name in metadata.topics_by_name]
+                for topic in answered:
+                    topic.topic_id = metadata.topics_by_name[topic.name].topic_id
+                answered += [R.OffsetFetchResponseTopics(topic_id=t.topic_id, partitions=[
+                    R.OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1, metadata="",
+                                                    error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+                    for p in t.partition_indexes]) for t in unknown_ids]
+            response.groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error,
+                                                              topics=answered))
         return response
 
     topics = _topics(request.topics)
@@ -92,3 +105,4 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         error_code=error,
         topics=[R.OffsetFetchResponseTopic(name=name, partitions=ps) for name, ps in by_topic.items()],
     )
+
