@@ -22,18 +22,16 @@ Rules:
   partitions and rejoins with its own id, KIP-1082) starts that member afresh rather than fence it again.
 - Session: a member that does not heartbeat within `group.consumer.session.timeout.ms` is removed. Rebalance: a
   member told to revoke that has not done so within its rebalance timeout is removed.
-- Regular expressions (`SubscribedTopicRegex`) match whole topic names (RE2/J's `matches()`); Python's `re` is used
-  with the constructs RE2 does not have (look-around, back-references, possessive and atomic groups, conditionals)
-  refused as INVALID_REGULAR_EXPRESSION, so a pattern accepted here means the same as in Kafka. Internal topics
-  never match. New matching topics join the subscription at the member's next heartbeat after the metadata change.
+- Regular expressions (`SubscribedTopicRegex`) match whole topic names (RE2/J's `matches()`, broker/regex.py: a
+  construct RE2 does not have is INVALID_REGULAR_EXPRESSION, so a pattern accepted here means the same as in Kafka).
+  Internal topics never match. New matching topics join the subscription at the member's next heartbeat after the
+  metadata change.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -58,6 +56,7 @@ from epoch_broker.broker.groups.consumer_group import (
     member_removal_records,
 )
 from epoch_broker.broker.groups.current_assignment_builder import MemberState, normalised, reconcile
+from epoch_broker.broker.regex import compile_regex
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -99,25 +98,6 @@ class HeartbeatResult:
 class TopicLike(Protocol):
     topic_id: bytes
     partitions: Mapping[int, Any]
-
-
-# Constructs of Python's `re` that RE2/J refuses: look-around, back-references (numbered and named), atomic and
-# possessive groups, conditionals. A `\` escape is skipped as a unit so `\(?=` is a literal, not a look-ahead.
-_NOT_RE2 = re.compile(r"\\[1-9]|\(\?(?:=|!|<=|<!|P=|>|\()|[*+?}]\+")
-
-
-@functools.lru_cache(maxsize=256)
-def compile_regex(pattern: str) -> re.Pattern[str]:
-    """The pattern as RE2/J reads it, or KafkaError(INVALID_REGULAR_EXPRESSION)."""
-    unescaped = re.sub(r"\\[^1-9]", "", pattern)
-    if _NOT_RE2.search(unescaped):
-        raise KafkaError(f"SubscribedTopicRegex {pattern!r} uses a construct RE2 does not support",
-                         ErrorCode.INVALID_REGULAR_EXPRESSION)
-    try:
-        return re.compile(pattern)
-    except re.error as e:
-        raise KafkaError(f"SubscribedTopicRegex {pattern!r} is invalid: {e}",
-                         ErrorCode.INVALID_REGULAR_EXPRESSION) from None
 
 
 def _invalid(message: str) -> KafkaError:

@@ -24,8 +24,8 @@ from epoch_broker.broker.groups.consumer_protocol import (
     ConsumerGroupProtocol,
     HeartbeatRequest,
     HeartbeatResult,
-    compile_regex,
 )
+from epoch_broker.broker.regex import compile_regex
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from tests.helpers import not_yet, wait_for
 

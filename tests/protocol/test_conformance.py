@@ -86,11 +86,13 @@ class FieldView:
 
 def load_spec(name: str, version: int | None = None) -> dict[str, Any]:
     """A JSON schema file without its full-line `//` comments: Kafka 3.9's, or the 4.x one for a `version`
-    past 3.9's."""
-    spec = _read_spec(SPEC_DIR / f"{name}.json")
-    if version is not None and version > VersionRange.parse(spec["validVersions"]).high:
-        return _read_spec(NEWER_SPEC_DIR / f"{name}.json")
-    return spec
+    past 3.9's (or for an API the 3.9 folder does not have)."""
+    reference = SPEC_DIR / f"{name}.json"
+    if reference.is_file():
+        spec = _read_spec(reference)
+        if version is None or version <= VersionRange.parse(spec["validVersions"]).high:
+            return spec
+    return _read_spec(NEWER_SPEC_DIR / f"{name}.json")
 
 
 def _read_spec(path: Path) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from kafka.admin import AbortTransactionSpec, KafkaAdminClient
 
 from epoch_broker import testing
 from epoch_broker.client.blocking import BlockingKafkaClient
+from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import list_transactions
 from tests.transactions.conftest import producer_config
 
@@ -73,7 +74,7 @@ def test_an_operator_abort_unblocks_read_committed_readers(
         reader.close()
 
 
-def test_list_transactions_v1_lists_only_those_running_longer_than_the_duration_filter(
+def test_list_transactions_v1_and_v2_filter_by_duration_and_by_a_transactional_id_pattern(
         broker: testing.Broker, name: Callable[[str], str]) -> None:
     topic, transactional_id = broker.create_topic(name("slow")), name("txn")
     producer = Producer(producer_config(broker.bootstrap_servers, transactional_id))
@@ -82,13 +83,23 @@ def test_list_transactions_v1_lists_only_those_running_longer_than_the_duration_
     producer.produce(topic, value="open")
     producer.flush()
 
-    def listed(duration_ms: int) -> set[str]:
+    def listed(duration_ms: int = -1, pattern: str | None = None) -> set[str]:
         with BlockingKafkaClient.connect(broker.bootstrap_servers) as client:
-            answer = client.request(list_transactions.API, 1, list_transactions.REQUEST.cls(
-                state_filters=["Ongoing"], producer_id_filters=[], duration_filter=duration_ms))
+            answer = client.request(list_transactions.API, 2, list_transactions.REQUEST.cls(
+                state_filters=["Ongoing"], producer_id_filters=[], duration_filter=duration_ms,
+                transactional_id_pattern=pattern))
+        assert answer.error_code == 0
         return {state.transactional_id for state in answer.transaction_states}
 
     assert transactional_id in listed(-1)
     assert transactional_id not in listed(3_600_000)  # started less than an hour ago
     testing.wait_until(lambda: transactional_id in listed(0), "the transaction has run for more than 0 ms")
+    # v2 (KIP-1152): a pattern matching whole ids
+    assert transactional_id in listed(pattern=transactional_id[:3] + ".*")
+    assert transactional_id not in listed(pattern=transactional_id[:3])
+    with BlockingKafkaClient.connect(broker.bootstrap_servers) as client:
+        for bad in ("(unclosed", "(?=look-ahead)"):
+            answer = client.request(list_transactions.API, 2, list_transactions.REQUEST.cls(
+                state_filters=[], producer_id_filters=[], transactional_id_pattern=bad))
+            assert (answer.error_code, answer.transaction_states) == (ErrorCode.INVALID_REGULAR_EXPRESSION, [])
     producer.abort_transaction(30)
