@@ -68,9 +68,11 @@ class ControllerChannel(Protocol):
                             ) -> list[tuple[str, int, ErrorCode, str | None]]:
         """Force elections (None: every partition); (topic, partition, error, message) for each."""
 
-    async def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]]
+    async def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]],
+                                            allow_replication_factor_change: bool = True
                                             ) -> list[tuple[str, int, ErrorCode, str | None]]:
-        """Start (target replicas) or cancel (None) reassignments; (topic, partition, error, message) each."""
+        """Start (target replicas) or cancel (None) reassignments, changing the replication factor only if allowed;
+        (topic, partition, error, message) each."""
 
     async def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None) -> list[Reassignment]:
         """(topic, partition, replicas, adding, removing) of the reassignments in progress (None: all)."""
@@ -135,9 +137,10 @@ class EmbeddedChannel:
                             ) -> list[tuple[str, int, ErrorCode, str | None]]:
         return self.controller.elect_leaders(partitions, unclean, target_leader)
 
-    async def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]]
+    async def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]],
+                                            allow_replication_factor_change: bool = True
                                             ) -> list[tuple[str, int, ErrorCode, str | None]]:
-        return self.controller.alter_partition_reassignments(wanted)
+        return self.controller.alter_partition_reassignments(wanted, allow_replication_factor_change)
 
     async def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None) -> list[Reassignment]:
         return self.controller.list_partition_reassignments(wanted)

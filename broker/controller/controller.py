@@ -242,9 +242,10 @@ class Controller:
         return self._run(self.replication.alter_partition(node_id, broker_epoch, topic_id, partition, leader_epoch,
                                                           partition_epoch, new_isr))
 
-    def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]]
+    def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]],
+                                      allow_replication_factor_change: bool = True
                                       ) -> list[tuple[str, int, ErrorCode, str | None]]:
-        return self._run(self.replication.alter_partition_reassignments(wanted))
+        return self._run(self.replication.alter_partition_reassignments(wanted, allow_replication_factor_change))
 
     def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None
                                      ) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:

@@ -501,7 +501,8 @@ class RemoteChannel:
         return [(r.topic, p.partition_id, ErrorCode(p.error_code), p.error_message)
                 for r in response.replica_election_results for p in r.partition_result]
 
-    async def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]]
+    async def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]],
+                                            allow_replication_factor_change: bool = True
                                             ) -> list[tuple[str, int, ErrorCode, str | None]]:
         R = alter_partition_reassignments.REQUEST
         by_topic: dict[str, list[Any]] = {}
@@ -509,6 +510,7 @@ class RemoteChannel:
             by_topic.setdefault(topic, []).append(R.ReassignablePartition(
                 partition_index=partition, replicas=None if replicas is None else list(replicas)))
         response = await self._write(alter_partition_reassignments.API, R.cls(
+            allow_replication_factor_change=allow_replication_factor_change,
             topics=[R.ReassignableTopic(name=name, partitions=parts) for name, parts in by_topic.items()]))
         if response.error_code != ErrorCode.NONE:
             raise KafkaError(response.error_message or "", ErrorCode(response.error_code))

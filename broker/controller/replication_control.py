@@ -215,10 +215,12 @@ class ReplicationControlManager:
 
     # -- reassignments (KIP-455) ---------------------------------------------------------------------
 
-    def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]]
+    def alter_partition_reassignments(self, wanted: list[tuple[str, int, tuple[int, ...] | None]],
+                                      allow_replication_factor_change: bool = True
                                       ) -> ControllerSteps[list[tuple[str, int, ErrorCode, str | None]]]:
         """Start (target replicas) or cancel (None) reassignments, one commit each; (topic, partition, error,
-        message) each.
+        message) each. A target of another size than the replicas before the reassignment is
+        INVALID_REPLICATION_FACTOR unless `allow_replication_factor_change` (Kafka 4.1's request v1).
 
         Kafka's way: the replica set becomes target + the current replicas not in it, with `adding` (target -
         current) and `removing` (current - target); the new replicas follow the leader and join the ISR; once the
@@ -243,6 +245,11 @@ class ReplicationControlManager:
             if not target or len(set(target)) != len(target) or not set(target) <= set(self.image.brokers):
                 results.append((name, index, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                 f"{list(target)}: replicas must be distinct registered brokers"))
+                continue
+            if len(target) != len(original) and not allow_replication_factor_change:
+                results.append((name, index, ErrorCode.INVALID_REPLICATION_FACTOR,
+                                f"{name}-{index}: the replication factor would change from {len(original)} to "
+                                f"{len(target)}, which the request does not allow"))
                 continue
             adding = tuple(r for r in target if r not in original)
             removing = tuple(r for r in original if r not in target)
