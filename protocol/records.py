@@ -430,6 +430,12 @@ def _decompress(codec: Compression, data: memoryview, max_size: int) -> Buffer:
     return decoded
 
 
+def decompress(codec: Compression, data: Buffer, max_size: int) -> Buffer:
+    """`data` compressed with `codec` (not NONE), decompressed: a batch body's codecs, for other payloads compressed
+    the same way (KIP-714 telemetry); ValueError (or the codec's error) past `max_size` or on bad data."""
+    return _decompress(codec, memoryview(data), max_size)
+
+
 def _compress(codec: Compression, data: bytes) -> Buffer:
     if codec is Compression.GZIP:
         compressor = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
