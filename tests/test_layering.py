@@ -40,7 +40,8 @@ SKIP_DIRS = {".venv", "node_modules", ".git", "build"}
 # Derived from what the code imports, and laid out as Kafka layers a broker:
 # - leaves (Kafka's clients/common and server-common): `services` (the handlers' view of a process, names
 #   imported for typing only), the event log, the generated reference pages' Markdown, the fault catalogue, the
-#   file budget, the principal syntax, the RE2-compatible reading of clients' regular expressions.
+#   file budget, the principal syntax, the RE2-compatible reading of clients' regular expressions, the client
+#   telemetry subscriptions and pushes (KIP-714; Kafka's server module's ClientMetricsManager).
 # - config (KafkaConfig): read by everything above; it parses `super.users` with principal.py, not security/.
 # - security: the authorizer, SASL, TLS and each listener's security (Kafka builds its authorizer and channel
 #   builders from the config, below the SocketServer); a listener's server is handed in, never imported.
@@ -55,7 +56,7 @@ SKIP_DIRS = {".venv", "node_modules", ".git", "build"}
 #   replica (ReplicaManager, partitions, fetchers; it reaches the controller by its channel), then handlers
 #   (KafkaApis), then app (BrokerServer: wires everything).
 BROKER_ORDER = (
-    "eager", "services", "events", "reference", "faults", "file_budget", "principal", "regex",
+    "eager", "services", "events", "reference", "faults", "file_budget", "principal", "regex", "client_metrics",
     "config",
     "security",
     "metadata", "groups", "transactions",

@@ -9,6 +9,10 @@ Rules:
   the topic's override, else the broker default; APPEND adds the items not there yet, in order; SUBTRACT removes
   every one given; on a key of another type, INVALID_CONFIG). The record holds the topic's whole override set,
   and a change that leaves it as it was writes nothing.
+- A client-metrics resource (KIP-714 subscription, broker/client_metrics.py) is changed the same way, its keys and
+  values checked as Kafka's ClientMetricsConfigs does (a list change starts from its value, else empty; only
+  `metrics` and `match` are lists); its ClientMetricsConfigRecord holds its whole config set, empty when the
+  last key is deleted (the subscription is gone).
 - A broker's own configs (its properties, the fault hooks) are its process's, not metadata.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from epoch_broker.broker.client_metrics import MATCH, METRICS, validate_client_metrics_configs
 from epoch_broker.broker.config import (
     TOPIC_CONFIGS,
     BrokerConfig,
@@ -27,7 +32,7 @@ from epoch_broker.broker.config import (
 )
 from epoch_broker.broker.controller.controller_result import ControllerResult
 from epoch_broker.broker.metadata.image import MetadataCache, TopicState
-from epoch_broker.broker.metadata.records import TopicConfigRecord
+from epoch_broker.broker.metadata.records import ClientMetricsConfigRecord, TopicConfigRecord
 from epoch_broker.protocol.errors import ErrorCode
 
 
@@ -94,3 +99,23 @@ class ConfigurationControlManager:
             return ControllerResult([], (ErrorCode.NONE, None))
         return ControllerResult([TopicConfigRecord(topic.topic_id, configs)], (ErrorCode.NONE, None),
                                 (f"topic {name} configs now {configs}",))
+
+    def alter_client_metrics_configs(self, name: str, changes: Mapping[str, TopicConfigChange],
+                                     validate_only: bool) -> ControllerResult[tuple[ErrorCode, str | None]]:
+        """Set, delete, append to or subtract from a client-metrics resource's configs, as one
+        ClientMetricsConfigRecord."""
+        current = self.image.client_metrics.get(name, {})
+        for key, change in changes.items():
+            if isinstance(change, ListChange) and key not in (METRICS, MATCH):
+                return ControllerResult([], (ErrorCode.INVALID_CONFIG,
+                                             f"can't {change.operation} to key {key} because its type is not LIST"))
+        values = {key: change.applied_to(current.get(key, "")) if isinstance(change, ListChange) else change
+                  for key, change in changes.items()}
+        configs = {k: v for k, v in {**current, **values}.items() if v is not None}
+        problem = validate_client_metrics_configs(name, configs)
+        if problem is not None:
+            return ControllerResult([], problem)
+        if validate_only or configs == current:
+            return ControllerResult([], (ErrorCode.NONE, None))
+        return ControllerResult([ClientMetricsConfigRecord(name, configs)], (ErrorCode.NONE, None),
+                                (f"client metrics {name} configs now {configs}",))

@@ -404,12 +404,7 @@ class RemoteChannel:
 
     async def alter_topic_configs(self, name: str, changes: Mapping[str, TopicConfigChange],
                                   validate_only: bool) -> tuple[ErrorCode, str | None]:
-        messages = incremental_alter_configs
-        Resource, Config = messages.REQUEST.AlterConfigsResource, messages.REQUEST.AlterableConfig
-        request = messages.REQUEST.cls(validate_only=validate_only, resources=[Resource(
-            resource_type=messages.TOPIC_RESOURCE, resource_name=name,
-            configs=[Config(name=key, config_operation=_operation(change), value=_value(change))
-                     for key, change in changes.items()])])
+        request = _alter_configs_request(incremental_alter_configs.TOPIC_RESOURCE, name, changes, validate_only)
         (result,) = (await self._write(incremental_alter_configs.API, request)).responses
         error = ErrorCode(result.error_code)
         if error == ErrorCode.NONE and not validate_only:
@@ -420,6 +415,23 @@ class RemoteChannel:
                 return all(_holds(self.config, configs, key, change) for key, change in changes.items())
 
             await self._until(applied, f"the configs of topic {name}")
+        return error, result.error_message
+
+    async def alter_client_metrics_configs(self, name: str, changes: Mapping[str, TopicConfigChange],
+                                           validate_only: bool) -> tuple[ErrorCode, str | None]:
+        request = _alter_configs_request(incremental_alter_configs.CLIENT_METRICS_RESOURCE, name, changes,
+                                         validate_only)
+        (result,) = (await self._write(incremental_alter_configs.API, request)).responses
+        error = ErrorCode(result.error_code)
+        if error == ErrorCode.NONE and not validate_only:
+            subscriptions = self.metadata.client_metrics
+
+            def applied() -> bool:
+                configs = subscriptions.get(name, {})
+                return all(_holds_items(configs.get(key, ""), change) if isinstance(change, ListChange)
+                           else configs.get(key) == change for key, change in changes.items())
+
+            await self._until(applied, f"the configs of client metrics {name}")
         return error, result.error_message
 
     async def create_acls(self, bindings: list[AclBinding]) -> list[tuple[ErrorCode, str | None]]:
@@ -545,6 +557,17 @@ class RemoteChannel:
         await self._fetches.close()
 
 
+def _alter_configs_request(resource_type: int, name: str, changes: Mapping[str, TopicConfigChange],
+                           validate_only: bool) -> Any:
+    """IncrementalAlterConfigs of one resource, for the controller."""
+    messages = incremental_alter_configs
+    Resource, Config = messages.REQUEST.AlterConfigsResource, messages.REQUEST.AlterableConfig
+    return messages.REQUEST.cls(validate_only=validate_only, resources=[Resource(
+        resource_type=resource_type, resource_name=name,
+        configs=[Config(name=key, config_operation=_operation(change), value=_value(change))
+                 for key, change in changes.items()])])
+
+
 def _operation(change: TopicConfigChange) -> int:
     messages = incremental_alter_configs
     if isinstance(change, ListChange):
@@ -560,5 +583,10 @@ def _holds(config: BrokerConfig, overrides: Mapping[str, str], key: str, change:
     """Whether a topic's configs show `change` made (an APPEND's items all there, a SUBTRACT's all gone)."""
     if not isinstance(change, ListChange):
         return overrides.get(key) == change
-    items = set(current_text(config, overrides, key).split(","))
+    return _holds_items(current_text(config, overrides, key), change)
+
+
+def _holds_items(current: str, change: ListChange) -> bool:
+    """Whether the list `current` shows `change` made."""
+    items = set(current.split(","))
     return all((item in items) == change.append for item in change.items)

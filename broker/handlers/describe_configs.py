@@ -8,7 +8,8 @@ other than its default, else DEFAULT_CONFIG; UNKNOWN_TOPIC_OR_PARTITION for an u
 named by its node id, or "" for any): every broker key it honours (STATIC_BROKER_CONFIG when set away from its
 default, else DEFAULT_CONFIG), and the fault hooks in force (`fault.*`, set with IncrementalAlterConfigs:
 DYNAMIC_BROKER_CONFIG, as Kafka reports dynamic broker configs). configuration_keys narrows the list. Other
-resource types: INVALID_REQUEST.
+resource types: INVALID_REQUEST. Type 16 (client metrics, KIP-714, on the cluster's DESCRIBE_CONFIGS): the
+subscription's keys as set (CLIENT_METRICS_CONFIG, read_only false), none for an unknown name, as Kafka answers.
 Version notes: v1+ config_source, and with include_synonyms every source of the value in Kafka's order of
 precedence: the topic's override, the broker key (log.retention.ms for retention.ms) if set, its default. v3+
 config_type (the key's type in the catalogue, broker/config/catalogue.py, Kafka's: LONG retention.ms, INT
@@ -50,7 +51,9 @@ Result = describe_configs.RESPONSE.DescribeConfigsResult
 ConfigEntry = describe_configs.RESPONSE.DescribeConfigsResourceResult
 Synonym = describe_configs.RESPONSE.DescribeConfigsSynonym
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, CLIENT_METRICS = 2, 4, 16
+CLIENT_METRICS_CONFIG = 7  # Kafka's ConfigSource of a client-metrics resource's keys (KIP-714)
+CLIENT_METRICS_TYPES = {"metrics": ConfigType.LIST, "interval.ms": ConfigType.INT, "match": ConfigType.LIST}
 DEFAULTS = BrokerConfig()
 ADVERTISED_LISTENERS = "advertised.listeners"
 
@@ -87,6 +90,11 @@ def _describe(context: RequestContext[BrokerServices], resource: Any, request_sy
         entries = [_broker_entry(broker.config, key) for key in CATALOGUE]
         entries += [(name, value, ConfigType.STRING, False, [(name, value, DYNAMIC_BROKER_CONFIG)])
                     for name, value in sorted(broker.faults.in_force().items())]
+    elif resource.resource_type == CLIENT_METRICS and resource.resource_name:
+        # a subscription's keys as set, none when it has none (Kafka answers no defaults for them)
+        entries = [(name, value, CLIENT_METRICS_TYPES.get(name, ConfigType.STRING), False,
+                    [(name, value, CLIENT_METRICS_CONFIG)])
+                   for name, value in sorted(broker.metadata.client_metrics.get(resource.resource_name, {}).items())]
     else:
         result.error_code = ErrorCode.INVALID_REQUEST
         result.error_message = f"cannot describe resource type {resource.resource_type} {resource.resource_name!r}"

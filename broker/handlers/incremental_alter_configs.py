@@ -1,4 +1,4 @@
-"""IncrementalAlterConfigs · v0-1 · topic configs, and this process's fault hooks (broker/faults.py).
+"""IncrementalAlterConfigs · v0-1 · topic configs, client-metrics subscriptions, this process's fault hooks.
 
 Behaviour: needs ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or, for a broker, on the cluster
 (else CLUSTER_AUTHORIZATION_FAILED), checked per resource before anything else; a resource setting or clearing a
@@ -11,6 +11,9 @@ it. APPEND (2) and SUBTRACT (3) on a list-typed topic key (`cleanup.policy`) add
 there yet to, or remove them from, the topic's current value (its override, else the broker default), decided
 by the controller as Kafka's ConfigurationControlManager does; on a key of another type INVALID_CONFIG.
 Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; an unknown key or a bad value: INVALID_CONFIG, nothing changed.
+Resource type 16 (client metrics, KIP-714): a subscription named by the resource (`metrics`, `interval.ms`,
+`match`, checked as Kafka's ClientMetricsConfigs: broker/client_metrics.py), the same four operations, through the
+controller as one ClientMetricsConfigRecord; deleting its last key removes the subscription.
 Resource type 4 (broker) named by this node id (or "" for any): every `fault.*` key of the catalogue; SET sets it,
 DELETE clears it (a flag goes back to false, a request rule is removed). `fault.power.loss` (SET, any value) cuts
 every log back to its recovery point, the offset up to which it was fsynced, and exits at once with status 137
@@ -39,6 +42,7 @@ Response = incremental_alter_configs.RESPONSE.cls
 Result = incremental_alter_configs.RESPONSE.AlterConfigsResourceResponse
 
 TOPIC_RESOURCE, BROKER_RESOURCE = incremental_alter_configs.TOPIC_RESOURCE, incremental_alter_configs.BROKER_RESOURCE
+CLIENT_METRICS_RESOURCE = incremental_alter_configs.CLIENT_METRICS_RESOURCE
 SET, DELETE = incremental_alter_configs.SET, incremental_alter_configs.DELETE
 APPEND, SUBTRACT = incremental_alter_configs.APPEND, incremental_alter_configs.SUBTRACT
 FAULT_KEY_PREFIX = "fault."
@@ -64,6 +68,10 @@ async def _alter(context: RequestContext[Services], resource: Any, validate_only
         _authorize(context, resource)
         if resource.resource_type == TOPIC_RESOURCE:
             result.error_code, result.error_message = await services.channel.alter_topic_configs(
+                resource.resource_name, _topic_changes(resource), validate_only)
+            return result
+        if resource.resource_type == CLIENT_METRICS_RESOURCE:
+            result.error_code, result.error_message = await services.channel.alter_client_metrics_configs(
                 resource.resource_name, _topic_changes(resource), validate_only)
             return result
         changes = _validate(services, resource)

@@ -20,6 +20,7 @@ from typing import Any
 from epoch_broker.broker.metadata.records import (
     AccessControlEntryRecord,
     BrokerFenceRecord,
+    ClientMetricsConfigRecord,
     ClusterRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -80,6 +81,7 @@ class MetadataCache:
         self.topics_by_name: dict[str, TopicState] = {}
         self.topics_by_id: dict[bytes, TopicState] = {}
         self.next_producer_id = 0
+        self.client_metrics: dict[str, dict[str, str]] = {}  # KIP-714 subscriptions: name -> its configs
 
     def rebuild(self, records: list[Any]) -> None:
         """This cache as if only `records` had been applied (a controller reverting what it could not commit). The
@@ -125,6 +127,11 @@ class MetadataCache:
                 del self.topics_by_name[topic.name]
             case TopicConfigRecord():
                 self.topics_by_id[record.topic_id].configs = dict(record.configs)
+            case ClientMetricsConfigRecord():
+                if record.configs:
+                    self.client_metrics[record.name] = dict(record.configs)
+                else:
+                    self.client_metrics.pop(record.name, None)
             case RegisterBrokerRecord():
                 self.brokers[record.node_id] = record
                 self.fenced_brokers.discard(record.node_id)

@@ -118,6 +118,14 @@ class TopicConfigRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientMetricsConfigRecord:
+    """A client-metrics config resource's whole config set (KIP-714 subscription `name`); empty: it is gone."""
+
+    name: str
+    configs: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class ProducerIdsRecord:
     """A block of producer ids handed to a broker: ids below next_producer_id are taken, forever."""
 
@@ -170,6 +178,7 @@ RECORD_TYPES: dict[str, type] = {
         PartitionChangeRecord,
         RemoveTopicRecord,
         TopicConfigRecord,
+        ClientMetricsConfigRecord,
         ProducerIdsRecord,
         AccessControlEntryRecord,
         RemoveAccessControlEntryRecord,

@@ -69,6 +69,7 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 _CONFIG_RESOURCES: dict[int, tuple[ResourceType, ErrorCode]] = {
     2: (ResourceType.TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
     4: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    16: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),  # client metrics (KIP-714), as Kafka's
     32: (ResourceType.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
 }
 

@@ -43,5 +43,5 @@ RESPONSE = Message(
 API = Api(REQUEST, RESPONSE)
 
 # resource types and config operations, as Kafka numbers them
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+TOPIC_RESOURCE, BROKER_RESOURCE, CLIENT_METRICS_RESOURCE = 2, 4, 16
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
