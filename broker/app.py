@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from epoch_broker.broker.client_metrics import ClientMetricsManager
 from epoch_broker.broker.config import BrokerConfig, Endpoint, StartupError, topic_config
 from epoch_broker.broker.controller.channel import ControllerChannel, EmbeddedChannel
 from epoch_broker.broker.controller.controller import Controller
@@ -80,6 +81,7 @@ class Broker:
         self.broker_epoch = -1
         self._channel = channel  # made at start when not given (tests give several brokers one controller)
         self.faults = BrokerFaults(on_power_loss=self._lose_power, hooks_enabled=config.fault_hooks_enable)
+        self.client_metrics = ClientMetricsManager(lambda: self.metadata.client_metrics)  # KIP-714 telemetry
         self._log_manager: LogManager | None = None
         self._replica_manager: ReplicaManager | None = None
         self._group_coordinator: GroupCoordinator | None = None  # made on first use, or at start if needed

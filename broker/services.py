@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from epoch_broker.broker.client_metrics import ClientMetricsManager
     from epoch_broker.broker.config import BrokerConfig
     from epoch_broker.broker.controller.channel import ControllerChannel
     from epoch_broker.broker.controller.controller import Controller
@@ -41,6 +42,8 @@ class Services(Protocol):
 
 
 class BrokerServices(Services, Protocol):
+    client_metrics: ClientMetricsManager  # KIP-714: subscriptions evaluated, pushes checked and kept
+
     @property
     def replica_manager(self) -> ReplicaManager: ...
 

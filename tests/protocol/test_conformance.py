@@ -37,7 +37,8 @@ pytestmark = pytest.mark.skipif(not SPEC_DIR.is_dir(), reason=f"Kafka protocol r
 
 # APIs declared from apache/kafka's JSON but absent from the reference folder (see each module's docstring).
 # The transaction APIs (24-28, 61, 65, 66) and DescribeLogDirs (35) are checked against apache/kafka's JSON in
-# test_txn_messages.py instead, the KIP-848 APIs (68, 69) in test_kip848_messages.py.
+# test_txn_messages.py instead, the KIP-848 APIs (68, 69) in test_kip848_messages.py; the telemetry APIs (71, 72,
+# KIP-714) follow Kafka 3.7+'s JSON, in neither folder.
 NO_REFERENCE = {24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 27: "WriteTxnMarkers",
                 28: "TxnOffsetCommit", 29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls", 33: "AlterConfigs",
                 35: "DescribeLogDirs", 42: "DeleteGroups", 43: "ElectLeaders", 44: "IncrementalAlterConfigs",
@@ -45,7 +46,7 @@ NO_REFERENCE = {24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 2
                 50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials", 56: "AlterPartition",
                 61: "DescribeProducers", 64: "UnregisterBroker", 65: "DescribeTransactions",
                 66: "ListTransactions", 67: "AllocateProducerIds", 68: "ConsumerGroupHeartbeat",
-                69: "ConsumerGroupDescribe"}
+                69: "ConsumerGroupDescribe", 71: "GetTelemetrySubscriptions", 72: "PushTelemetry"}
 
 # Deliberate additions to Kafka's schemas: (message name, dotted field path) -> why.
 EXTENSIONS = {
