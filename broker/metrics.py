@@ -40,6 +40,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from epoch_broker.broker.client_metrics import kafka_uuid_text
 from epoch_broker.broker.groups.consumer_group import ConsumerGroup, ConsumerGroupState
 from epoch_broker.broker.metadata.records import PartitionChangeRecord
 from epoch_broker.broker.reference import table
@@ -175,6 +176,10 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("kafka_consumergroup_lag", "gauge", _GROUP_TP,
                "High watermark less the committed offset (partitions with a replica here)",
                "kafka_exporter kafka_consumergroup_lag"),
+    MetricSpec("epoch_broker_client_metric", "gauge", ("client_id", "client_instance_id", "name", "attributes"),
+               "The latest value each client instance pushed (KIP-714 PushTelemetry, gauges and sums) of each metric "
+               "its subscription asks for; attributes: the data point's, `key=value` comma-separated",
+               "ClientTelemetryReceiver (Kafka exports pushed metrics through a plugin only)"),
     # read at scrape time: a controller's
     MetricSpec("kafka_controller_kafkacontroller_activecontrollercount", "gauge", (),
                "1: this process is the active controller", "KafkaController ActiveControllerCount"),
@@ -549,6 +554,13 @@ def _broker_families(broker: BrokerServices, connections: int) -> Iterator[Metri
         if group_lag is not None:
             lag_family.add_metric(key, group_lag)
     yield from (current, lag_family)
+    pushed = family("epoch_broker_client_metric")
+    for instance in broker.client_metrics.live_instances():
+        instance_id = kafka_uuid_text(instance.instance_id)
+        for point in instance.points:
+            attributes = ",".join(f"{key}={value}" for key, value in point.attributes)
+            pushed.add_metric([instance.client_id, instance_id, point.name, attributes], point.value)
+    yield pushed
 
 
 def _group_families(broker: BrokerServices) -> Iterator[Metric]:

@@ -6,8 +6,9 @@ Rules:
 - `/metrics` is the Prometheus text format 0.0.4 (`ProcessMetrics.exposition`). `/api/status` is JSON (its
   shape is documented in docs/observability.md and drawn by status_page.html, one file with no outside asset).
 - A broker's status lists every broker and partition of its metadata; a partition with a replica here also
-  gets what that replica holds (log start and end, high watermark, size, its leader-epoch-checkpoint). A
-  controller-only process has no logs and no groups: its partitions carry the metadata alone.
+  gets what that replica holds (log start and end, high watermark, size, its leader-epoch-checkpoint), and the
+  client instances pushing telemetry here (KIP-714) are listed. A controller-only process has no logs, no groups
+  and no client instances: its partitions carry the metadata alone.
 - Only GET and HEAD; anything else is aiohttp's 405. The listener binds before the process says it is ready;
   a port in use is a start-up error (exit 2), like a Kafka listener's.
 - At most MAX_CONNECTIONS at once (a new one past it is closed at once), each closed after KEEPALIVE_S idle:
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
+from epoch_broker.broker.client_metrics import kafka_uuid_text
 from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
 from epoch_broker.broker.groups.consumer_group import ConsumerGroup
 from epoch_broker.broker.metrics import ProcessMetrics, consumer_lag
@@ -179,6 +181,14 @@ def broker_status(broker: BrokerServices, controller: Controller | None) -> dict
         else:
             entry["protocol"] = getattr(group, "protocol_name", None)  # a classic group's assignor
         status["groups"].append(entry)
+    status["client_instances"] = [
+        {"client_instance_id": kafka_uuid_text(instance.instance_id), "client_id": instance.client_id,
+         "source": instance.source, "subscription_id": instance.subscription_id,
+         "requested_metrics": instance.metrics, "push_interval_ms": instance.interval_ms,
+         "pushes": instance.pushes, "metric_count": len(instance.points),
+         "last_push_ms": None if instance.pushed_at_ms is None else int(instance.pushed_at_ms),
+         "last_error": instance.last_error.name}
+        for instance in broker.client_metrics.live_instances()]
     return status
 
 
@@ -248,5 +258,6 @@ def _common(config: BrokerConfig, metadata: MetadataCache, controller: Controlle
         "brokers": brokers,
         "topics": topics,
         "groups": [],
+        "client_instances": [],  # KIP-714 telemetry: a broker's
         "faults": [{"key": key, "value": value} for key, value in sorted(faults.in_force().items())],
     }
