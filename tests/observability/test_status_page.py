@@ -187,5 +187,7 @@ def test_the_page_draws_offline_partitions_fenced_brokers_empty_epochs_and_fault
     assert "regex orders.*" in waiting.text and not waiting.find("pending-list")
     (awaiting,) = waiting.find("awaiting-list")  # its target's partition 1, still held by the revoking member
     assert [tp.attrs["data-partitions"] for tp in awaiting.find("tp", data_topic=TOPIC)] == ["1"]
+    (client,) = dom.find("client", data_client_id="rdkafka")  # KIP-714: a client instance pushing telemetry
+    assert (client.attrs["data-instance"], client.attrs["data-metrics"]) == ("x3bV0Zq1T8e8oYkqj4cL2w", "31")
     internal = [t for t in dom.find("topic") if t.attrs.get("data-internal") == "true"]
     assert [t.attrs["data-topic"] for t in internal] == ["__consumer_offsets"] and "open" not in internal[0].attrs
