@@ -29,8 +29,9 @@ Rules (Kafka's):
 - Instances expire max(60 s, 3 x their push interval) after their last request, at most CACHE_MAX_SIZE of them
   (the least recently used goes first); each keeps at most MAX_POINTS_PER_INSTANCE points of its latest push, all
   of them together at most MAX_POINTS_TOTAL (the oldest pushes' points are dropped first).
-- Skipped: client_software_name / client_software_version are not kept from ApiVersions here, so a `match` on
-  them matches no client; telemetry.max.bytes is Kafka's default, not a setting.
+- The software name and version a client gave in ApiVersions (v3+) on its connection are matched as
+  client_software_name / client_software_version; a connection that did not give them matches neither.
+- Skipped: telemetry.max.bytes is Kafka's default, not a setting.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ CACHE_EXPIRY_MS = 60_000
 MAX_POINTS_PER_INSTANCE = 2000
 MAX_POINTS_TOTAL = 100_000
 _RESERVED_IDS = (bytes(16), bytes(15) + b"\x01")  # Kafka's Uuid.RESERVED: ZERO_UUID and ONE_UUID
+Software = tuple[str, str] | None  # the (name, version) a client gave in ApiVersions v3+ on its connection
 
 
 def _list(value: str | None) -> list[str]:
@@ -184,12 +186,12 @@ class ClientMetricsManager:
         self.clock = clock
         self.instances: OrderedDict[bytes, ClientInstance] = OrderedDict()  # least recently used first
 
-    def get_telemetry_subscriptions(self, instance_id: bytes, client_id: str, source: str
-                                    ) -> tuple[ErrorCode, SubscriptionAnswer]:
+    def get_telemetry_subscriptions(self, instance_id: bytes, client_id: str, source: str,
+                                    software: Software = None) -> tuple[ErrorCode, SubscriptionAnswer]:
         now = self.clock()
         if instance_id == bytes(16):
             instance_id = self._new_id()
-        instance = self._instance(instance_id, client_id, source, now)
+        instance = self._instance(instance_id, client_id, source, software, now)
         answer = SubscriptionAnswer(instance_id, instance.subscription_id, instance.metrics, instance.interval_ms)
         if now - max(instance.last_get_ms, instance.last_push_ms) < instance.interval_ms and (
                 instance.last_error not in (ErrorCode.UNKNOWN_SUBSCRIPTION_ID, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)):
@@ -199,11 +201,11 @@ class ClientMetricsManager:
         return ErrorCode.NONE, answer
 
     def push_telemetry(self, instance_id: bytes, client_id: str, source: str, subscription: int, terminating: bool,
-                       compression_type: int, payload: bytes) -> ErrorCode:
+                       compression_type: int, payload: bytes, software: Software = None) -> ErrorCode:
         if instance_id in _RESERVED_IDS:
             return ErrorCode.INVALID_REQUEST
         now = self.clock()
-        instance = self._instance(instance_id, client_id, source, now)
+        instance = self._instance(instance_id, client_id, source, software, now)
         error = self._check_push(instance, now, subscription, terminating, compression_type, len(payload))
         instance.terminating = instance.terminating or terminating
         if error == ErrorCode.NONE and payload:
@@ -259,14 +261,15 @@ class ClientMetricsManager:
             if candidate not in self.instances and candidate not in _RESERVED_IDS:
                 return candidate
 
-    def _instance(self, instance_id: bytes, client_id: str, source: str, now: float) -> ClientInstance:
+    def _instance(self, instance_id: bytes, client_id: str, source: str, software: Software, now: float
+                  ) -> ClientInstance:
         """The instance, made or evaluated again if the subscriptions changed since; marked used now."""
         self._expire(now)
         configs = self.subscriptions()
         seen = tuple(sorted((name, tuple(sorted(c.items()))) for name, c in configs.items()))
         instance = self.instances.get(instance_id)
         if instance is None or instance.subscriptions_seen != seen:
-            metrics, interval = self._evaluate(configs, instance_id, client_id, source)
+            metrics, interval = self._evaluate(configs, instance_id, client_id, source, software)
             fresh = ClientInstance(instance_id, client_id, source, seen, metrics, interval,
                                    subscription_id(metrics, interval, instance_id))
             if instance is not None:  # its pushed metrics stay until the next push
@@ -279,10 +282,12 @@ class ClientMetricsManager:
         return instance
 
     @staticmethod
-    def _evaluate(configs: Mapping[str, Mapping[str, str]], instance_id: bytes, client_id: str, source: str
-                  ) -> tuple[list[str], int]:
+    def _evaluate(configs: Mapping[str, Mapping[str, str]], instance_id: bytes, client_id: str, source: str,
+                  software: Software) -> tuple[list[str], int]:
         host, _, port = source.rpartition(":")
+        name, version = software or (None, None)
         selectors = {"client_instance_id": kafka_uuid_text(instance_id), "client_id": client_id,
+                     "client_software_name": name, "client_software_version": version,
                      "client_source_address": host or None, "client_source_port": port or None}
         metrics: set[str] = set()
         interval = DEFAULT_INTERVAL_MS

@@ -131,6 +131,7 @@ class ServerConnection:
         self.raw_tokens = False  # after SaslHandshake v0
         self.mechanism: SaslMechanism | None = None
         self.close_after_response = False  # the answer ends the connection (a failed authentication)
+        self.client_software: tuple[str, str] | None = None  # (name, version) from ApiVersions v3+ (KIP-511)
 
     @property
     def mechanisms(self) -> list[str]:

@@ -21,7 +21,8 @@ from epoch_broker.protocol.messages import get_telemetry_subscriptions as messag
 @handles(messages.API, "0")
 def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     error, answer = context.services.client_metrics.get_telemetry_subscriptions(
-        request.client_instance_id, context.client_id or "", context.peer)
+        request.client_instance_id, context.client_id or "", context.peer,
+        context.connection.client_software if context.connection is not None else None)
     return messages.RESPONSE.cls(
         throttle_time_ms=0, error_code=error, client_instance_id=answer.instance_id,
         subscription_id=answer.subscription_id, accepted_compression_types=list(ACCEPTED_COMPRESSION_TYPES),

@@ -22,5 +22,6 @@ from epoch_broker.protocol.messages import push_telemetry as messages
 def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     error = context.services.client_metrics.push_telemetry(
         request.client_instance_id, context.client_id or "", context.peer, request.subscription_id,
-        request.terminating, request.compression_type, bytes(request.metrics or b""))
+        request.terminating, request.compression_type, bytes(request.metrics or b""),
+        context.connection.client_software if context.connection is not None else None)
     return messages.RESPONSE.cls(throttle_time_ms=0, error_code=error)

@@ -114,6 +114,19 @@ def test_without_a_subscription_a_client_is_asked_for_nothing() -> None:
         assert answer.accepted_compression_types == [4, 3, 1, 2]  # zstd, lz4, gzip, snappy: Kafka's order
 
 
+def test_a_subscription_matches_the_software_name_and_version_the_client_gave_in_api_versions() -> None:
+    with testing.broker() as broker, connect(broker) as admin:
+        # our client's ApiVersions v3 says it is "epoch-broker" "0" (client/connection.py)
+        assert alter(admin, "ours", {"metrics": PRODUCER, "match": "client_software_name=epoch-broker,"
+                                                                    "client_software_version=0"})[0] == ErrorCode.NONE
+        assert alter(admin, "java", {"metrics": "org.apache.kafka.consumer.",
+                                     "match": "client_software_name=apache-kafka-java"})[0] == ErrorCode.NONE
+        with connect(broker) as client:
+            assert subscriptions(client).requested_metrics == [PRODUCER]
+        with BlockingKafkaClient.connect(broker.bootstrap_servers, "no-api-versions") as silent:
+            assert subscriptions(silent).requested_metrics == []  # gave no software name: matches neither
+
+
 def test_pushes_are_refused_as_kafka_refuses_them_and_read_in_every_codec() -> None:
     payload = metrics_data(metric(PRODUCER + "record.queue.time.avg", "gauge", data_point(2.0, {"node.id": "1"})))
     codecs = {0: payload, 1: gzip.compress(payload), 2: bytes(cramjam.snappy.compress_raw(payload)),
