@@ -146,6 +146,10 @@ class LogManager:
         """The partitions whose log lives in `log_dir` (one of `log_dirs`)."""
         return [(tp, self.logs[tp]) for tp, directory in self._dir_of.items() if directory == log_dir]
 
+    def log_dir_of(self, topic: str, partition: int) -> str | None:
+        """The log dir (one of `log_dirs`) the partition's log lives in, None if it has none here."""
+        return self._dir_of.get((topic, partition))
+
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get((topic, partition))
 
