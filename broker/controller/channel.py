@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from epoch_broker.broker.controller.config_control import TopicConfigChange
-from epoch_broker.broker.controller.controller import Controller
+from epoch_broker.broker.controller.controller import Controller, QuorumState
 from epoch_broker.broker.controller.replication_control import NewTopic, PartitionChangeResult, TopicResult
 from epoch_broker.broker.security.acl import AclBinding, AclBindingFilter
 from epoch_broker.broker.security.wire import scram_changes
@@ -77,6 +77,9 @@ class ControllerChannel(Protocol):
                                             ) -> list[tuple[str, int, ErrorCode, str | None]]:
         """Start (target replicas) or cancel (None) reassignments, changing the replication factor only if allowed;
         (topic, partition, error, message) each."""
+
+    async def describe_quorum(self) -> QuorumState:
+        """The metadata log's quorum, as the active controller sees it."""
 
     async def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None) -> list[Reassignment]:
         """(topic, partition, replicas, adding, removing) of the reassignments in progress (None: all)."""
@@ -149,6 +152,9 @@ class EmbeddedChannel:
                                             allow_replication_factor_change: bool = True
                                             ) -> list[tuple[str, int, ErrorCode, str | None]]:
         return self.controller.alter_partition_reassignments(wanted, allow_replication_factor_change)
+
+    async def describe_quorum(self) -> QuorumState:
+        return self.controller.describe_quorum()
 
     async def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None) -> list[Reassignment]:
         return self.controller.list_partition_reassignments(wanted)

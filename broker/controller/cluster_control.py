@@ -57,6 +57,7 @@ class ClusterControlManager:
         self.image = image
         self.clock = clock  # seconds; heartbeat deadlines
         self.last_heartbeat: dict[int, float] = {}  # node id -> clock() of its last sign of life
+        self.metadata_offsets: dict[int, int] = {}  # node id -> the metadata offset its last heartbeat had applied
         self.heard_since_start: set[int] = set()  # brokers with a session opened with this controller
         # node id -> (clock() when its heartbeat connection closed, the grace it has to heartbeat again)
         self.disconnected: dict[int, tuple[float, float]] = {}
@@ -122,8 +123,10 @@ class ClusterControlManager:
 
     # -- sessions -----------------------------------------------------------------------------------
 
-    def heard_from(self, node_id: int) -> None:
+    def heard_from(self, node_id: int, metadata_offset: int | None = None) -> None:
         self.last_heartbeat[node_id] = self.clock()
+        if metadata_offset is not None:
+            self.metadata_offsets[node_id] = metadata_offset
         self.disconnected.pop(node_id, None)
         self.heard_since_start.add(node_id)
 

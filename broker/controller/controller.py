@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from epoch_broker.broker import events
@@ -61,6 +62,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class QuorumState:
+    """The metadata log's quorum as DescribeQuorum shows it: (node id, log end offset) per voter and observer."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: list[tuple[int, int]]
+    observers: list[tuple[int, int]]
 
 
 class Controller:
@@ -186,7 +198,7 @@ class Controller:
         error = self.cluster.check_broker_epoch(node_id, broker_epoch)
         if error != ErrorCode.NONE:
             return HeartbeatResult(error)
-        self.cluster.heard_from(node_id)
+        self.cluster.heard_from(node_id, metadata_offset)
         caught_up = metadata_offset >= self.committed_offset - 1
         fenced = node_id in self.image.fenced_brokers
         if want_shut_down:
@@ -250,6 +262,15 @@ class Controller:
     def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None
                                      ) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
         return self.replication.list_partition_reassignments(wanted)
+
+    def describe_quorum(self) -> QuorumState:
+        """DescribeQuorum of the metadata log: this controller leads it (in the ZooKeeper controller epoch it won,
+        0 with the file store, which has one controller), its high watermark is the committed end, the voters are
+        this controller, and the observers the registered brokers at the offsets their last heartbeats applied."""
+        end, applied = self.committed_offset, self.cluster.metadata_offsets
+        observers = [(node, applied[node] + 1 if node in applied else -1) for node in sorted(self.image.brokers)]
+        return QuorumState(self.config.node_id, self.controller_epoch or 0, end, [(self.config.node_id, end)],
+                           observers)
 
     def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool, target_leader: int
                       ) -> list[tuple[str, int, ErrorCode, str | None]]:

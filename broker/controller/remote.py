@@ -34,6 +34,7 @@ from typing import Any
 from epoch_broker.broker.config import DYNAMIC_TOPIC_CONFIG, BrokerConfig
 from epoch_broker.broker.controller.channel import OnRecords, Reassignment
 from epoch_broker.broker.controller.config_control import ListChange, TopicConfigChange, current_text
+from epoch_broker.broker.controller.controller import QuorumState
 from epoch_broker.broker.controller.replication_control import NewTopic, PartitionChangeResult, TopicResult
 from epoch_broker.broker.faults import CONTROLLER_PEER, NETWORK_PARTITION, BrokerFaults
 from epoch_broker.broker.metadata import metadata_log
@@ -56,6 +57,7 @@ from epoch_broker.protocol.messages import (
     delete_acls,
     delete_topics,
     describe_cluster,
+    describe_quorum,
     elect_leaders,
     fetch,
     incremental_alter_configs,
@@ -528,6 +530,19 @@ class RemoteChannel:
             raise KafkaError(response.error_message or "", ErrorCode(response.error_code))
         return [(topic.name, p.partition_index, ErrorCode(p.error_code), p.error_message)
                 for topic in response.responses for p in topic.partitions]
+
+    async def describe_quorum(self) -> QuorumState:
+        R = describe_quorum.REQUEST
+        response = await self._requests.call(describe_quorum.API, R.cls(topics=[R.TopicData(
+            topic_name=metadata_log.METADATA_TOPIC, partitions=[R.PartitionData(partition_index=0)])]))
+        if response.error_code != ErrorCode.NONE:
+            raise KafkaError(response.error_message or "", ErrorCode(response.error_code))
+        (partition,) = response.topics[0].partitions
+        if partition.error_code != ErrorCode.NONE:
+            raise KafkaError(partition.error_message or "", ErrorCode(partition.error_code))
+        return QuorumState(partition.leader_id, partition.leader_epoch, partition.high_watermark,
+                           [(v.replica_id, v.log_end_offset) for v in partition.current_voters],
+                           [(o.replica_id, o.log_end_offset) for o in partition.observers])
 
     async def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None) -> list[Reassignment]:
         R = list_partition_reassignments.REQUEST

@@ -15,6 +15,7 @@ from epoch_broker.broker.metadata.records import from_json, to_json
 from epoch_broker.protocol.records import Record, build_batch, iter_batches, iter_records, validate_batch
 
 METADATA_TOPIC_ID = (1).to_bytes(16, "big")  # Kafka's Uuid.METADATA_TOPIC_ID: AAAAAAAAAAAAAAAAAAAAAQ
+METADATA_TOPIC = "__cluster_metadata"
 
 
 def encode(records: list[Any], base_offset: int) -> bytearray:
