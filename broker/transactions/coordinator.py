@@ -36,6 +36,7 @@ from typing import Any
 
 from epoch_broker.broker.groups.coordinator import OFFSETS_TOPIC, leader_location, partition_for
 from epoch_broker.broker.transactions import records
+from epoch_broker.broker.transactions.inter_broker import InterBrokerClients
 from epoch_broker.broker.transactions.markers import MarkerSender
 from epoch_broker.broker.transactions.records import TxnState
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
@@ -99,7 +100,8 @@ class TransactionCoordinator:
         self.abort_interval_s: float = config.transaction_abort_interval_ms / 1000
         self.txns: dict[str, TxnMetadata] = {}
         self.owned: dict[int, _Owned] = {}  # partitions loaded here
-        self.markers = MarkerSender(broker)
+        self.inter_broker = InterBrokerClients(broker, "txn")
+        self.markers = MarkerSender(broker, self.inter_broker)
         self._loading: dict[int, asyncio.Task] = {}
         self._tasks: set[asyncio.Task] = set()
         self._abort_timer: asyncio.TimerHandle | None = None
@@ -124,7 +126,7 @@ class TransactionCoordinator:
         await asyncio.gather(*self._loading.values(), *self._tasks, return_exceptions=True)
         for partition in list(self.owned):
             self._unload(partition)
-        await self.markers.close()
+        await self.inter_broker.close()
 
     def _topic_exists(self) -> bool:
         return TXN_TOPIC in self.broker.metadata.topics_by_name

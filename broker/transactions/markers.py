@@ -7,19 +7,18 @@ Rules:
   after a marker on `__consumer_offsets` the group coordinator completes the producer's pending offsets.
 - `MarkerSender.send` retries each partition until it is written, its topic is gone, or the coordinator is fenced
   (TRANSACTION_COORDINATOR_FENCED or INVALID_PRODUCER_EPOCH from a partition, or `still_owned` turning false),
-  following leadership through the metadata; partitions led elsewhere get one WriteTxnMarkers per leader, over a
-  connection kept per broker on the inter-broker listener.
+  following leadership through the metadata; partitions led elsewhere get one WriteTxnMarkers per leader, over the
+  coordinator's connection to that broker (inter_broker.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from epoch_broker.client.aio import KafkaClient
+from epoch_broker.broker.transactions.inter_broker import InterBrokerClients
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import write_txn_markers
 from epoch_broker.protocol.records import EndTxnMarker
@@ -62,14 +61,9 @@ async def write_local(broker: Any, producer_id: int, producer_epoch: int, marker
 
 
 class MarkerSender:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: Any, clients: InterBrokerClients) -> None:
         self.broker = broker
-        self._clients: dict[int, KafkaClient] = {}
-
-    async def close(self) -> None:
-        clients, self._clients = self._clients, {}
-        for client in clients.values():
-            await client.close()
+        self.clients = clients
 
     async def send(self, producer_id: int, producer_epoch: int, marker: EndTxnMarker,
                    partitions: Iterable[PartitionKey], still_owned: Callable[[], bool]) -> bool:
@@ -113,14 +107,12 @@ class MarkerSender:
                                           REQUEST_TIMEOUT_S)
         except (OSError, TimeoutError, ConnectionError) as exc:
             log.debug("WriteTxnMarkers to broker %d failed: %s", leader, exc)
-            client = self._clients.pop(leader, None)
-            if client is not None:
-                client.abort()
+            self.clients.drop(leader)
             return dict.fromkeys(keys, ErrorCode.NETWORK_EXCEPTION)
 
     async def _request(self, leader: int, producer_id: int, producer_epoch: int, marker: EndTxnMarker,
                        keys: list[PartitionKey]) -> dict[PartitionKey, ErrorCode]:
-        client = await self._client(leader)
+        client = await self.clients.get(leader)
         request = write_txn_markers.REQUEST
         by_topic: dict[str, list[int]] = {}
         for topic, index in keys:
@@ -137,23 +129,3 @@ class MarkerSender:
                     if (topic.name, partition.partition_index) in results:
                         results[(topic.name, partition.partition_index)] = ErrorCode(partition.error_code)
         return results
-
-    async def _client(self, node_id: int) -> KafkaClient:
-        client = self._clients.get(node_id)
-        if client is not None:
-            return client
-        registration = self.broker.metadata.brokers.get(node_id)
-        link = self.broker.replica_manager.fetchers.link
-        if registration is None or link.security is None:
-            raise ConnectionError(f"broker {node_id} is not reachable: {link.problem or 'not registered'}")
-        host, port = registration.endpoint(link.listener)
-        client = KafkaClient(host, port, f"txn-markers-{self.broker.node_id}", link.security)
-        try:
-            await client.open()
-            await client.negotiate()
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await client.close()
-            raise
-        self._clients[node_id] = client
-        return client
