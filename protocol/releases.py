@@ -48,6 +48,12 @@ class KafkaRelease:
         return self.version < (4, 0)
 
     @property
+    def verifies_transactional_partitions(self) -> bool:
+        """KIP-890 part 1 (3.6): a transactional produce to a partition not added to the producer's transaction is
+        refused, after asking the coordinator; before, it was appended and opened a transaction there."""
+        return self.version >= (3, 6)
+
+    @property
     def static_advertised_listeners(self) -> bool:
         """How DescribeConfigs shows a broker's `advertised.listeners`: 4.0 on, STATIC_BROKER_CONFIG and read-only;
         before, a per-broker dynamic config (read_only false) shown with its default's source when not set."""

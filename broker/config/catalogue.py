@@ -376,6 +376,12 @@ class TransactionConfigs:
     transaction_abort_interval_ms: int = define(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms", LONG, 10_000, p.integer(1), LOW,
         "How often timed-out transactions are looked for and aborted.")
+    transaction_partition_verification_enable: bool = define(
+        "transaction.partition.verification.enable", BOOLEAN, True, p.boolean, LOW,
+        "KIP-890: before a transactional produce opens its producer's transaction in a partition, the partition's "
+        "leader asks the transaction coordinator whether the partition was added to that transaction, and refuses "
+        "the write if not (INVALID_TXN_STATE, TRANSACTION_ABORTABLE from Produce v11). A broker claiming a "
+        "release before 3.6 (`kafka.version`) never verifies, as those releases did not.")
 
 
 @dataclass(frozen=True)

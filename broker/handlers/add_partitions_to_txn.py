@@ -14,7 +14,7 @@ transaction (TRANSACTION_ABORTABLE if not) and adds nothing, else it adds them a
 Version notes: v2 may answer PRODUCER_FENCED (older versions get INVALID_PRODUCER_EPOCH instead); v3 flexible;
 v4 batched (VerifyOnly, the top-level error code); v5 may answer TRANSACTION_ABORTABLE (KIP-890), which a v4
 requester (a Kafka 3.6 or 3.7 broker) does not know: it gets INVALID_TXN_STATE, the error of its release.
-Skipped: this broker never sends v4+ itself (its produce path does not verify transactions).
+This broker sends v4+ itself, verify-only, from its produce path (broker/transactions/verification.py).
 """
 
 from __future__ import annotations

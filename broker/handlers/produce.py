@@ -24,14 +24,16 @@ outside it gets INVALID_TXN_STATE.
 Version notes: KIP-359 (project extension): the tagged PartitionProduceData.current_leader_epoch (tag 10000,
 v9+) is checked like Fetch's when >= 0: lower -> FENCED_LEADER_EPOCH, higher -> UNKNOWN_LEADER_EPOCH, and
 nothing is appended. v10+ answers NOT_LEADER_OR_FOLLOWER and the epoch errors with the current leader and
-its endpoint (KIP-951). v11 may answer TRANSACTION_ABORTABLE and v12 lets a transaction.version 2 producer add
-its partitions implicitly (KIP-890): both come from the verification skipped below, and this broker never
-finalizes transaction.version 2, so v11 and v12 are served as v10. v13 names topics by id (KIP-516), in the
-request and the answer: an id the metadata does not know answers UNKNOWN_TOPIC_ID for its partitions, before
-authorization (as Kafka's KafkaApis: an id discloses no name).
-Skipped: KIP-890's check that a transactional partition was added to the transaction (a producer that skips
-AddPartitionsToTxn opens a transaction the coordinator does not know: it stays open until the producer's next
-marker).
+its endpoint (KIP-951). v11 may answer TRANSACTION_ABORTABLE (below) and v12 lets a transaction.version 2
+producer add its partitions implicitly (KIP-890): this broker never finalizes transaction.version 2, so v12 is
+served as v11. v13 names topics by id (KIP-516), in the request and the answer: an id the metadata does not know
+answers UNKNOWN_TOPIC_ID for its partitions, before authorization (as Kafka's KafkaApis: an id discloses no name).
+KIP-890 part 1 (transaction.partition.verification.enable, on a broker claiming 3.6 or later): a transactional
+batch that would open its producer's transaction in a partition is first verified with the coordinator
+(broker/transactions/verification.py, the guard on `Partition`); a partition not added to the transaction answers
+INVALID_TXN_STATE (v11+: TRANSACTION_ABORTABLE) and nothing is appended; a coordinator that cannot answer yet
+(loading, moved, unreachable, a transaction being prepared) answers NOT_ENOUGH_REPLICAS, which producers retry.
+Skipped: KIP-890 part 2 (v12's implicit add, transaction.version 2).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 
 from epoch_broker.broker.eager import start_eagerly
 from epoch_broker.broker.network.dispatch import RequestContext, handles
-from epoch_broker.broker.replica.partition import AppendResult
+from epoch_broker.broker.replica.partition import NO_GUARD, AppendResult, Partition, VerificationGuard
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import authorized_names
 from epoch_broker.broker.services import BrokerServices
@@ -54,6 +56,9 @@ PartitionResponse = produce.RESPONSE.PartitionProduceResponse
 LeaderIdAndEpoch = produce.RESPONSE.LeaderIdAndEpoch
 NodeEndpoint = produce.RESPONSE.NodeEndpoint
 RecordError = produce.RESPONSE.BatchIndexAndErrorMessage
+_RETRIED_AS_NOT_ENOUGH_REPLICAS = frozenset({
+    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 _LEADER_HINT_ERRORS = frozenset(
     {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH}
 )
@@ -71,8 +76,10 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     client = f"client {context.client_id!r} at {context.peer}"
     results: list[tuple[Any, str | None, list[tuple[int, Any, AppendResult]]]] = []
+    # what passed the checks, to append once verified: (its place in `results`, partition, data)
+    appends: list[tuple[list[tuple[int, Any, AppendResult]], int, Partition, Any]] = []
     for topic, name in zip(request.topic_data, names, strict=True):
-        partition_results = []
+        partition_results: list[tuple[int, Any, AppendResult]] = []
         for data in topic.partition_data:
             # refused: no partition either, so no leader hint discloses the topic
             partition = replicas.get(name, data.index) if name is not None and name in writable else None
@@ -89,10 +96,23 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
             elif data.records is None:
                 result = AppendResult(ErrorCode.CORRUPT_MESSAGE, message="null records")
             else:
-                result = partition.append_records_to_leader(data.records, data.current_leader_epoch,
-                                                          acks_all=acks == -1, client=client)
+                appends.append((partition_results, len(partition_results), partition, data))
+                result = AppendResult()  # replaced by the append's
             partition_results.append((data.index, partition, result))
         results.append((topic, name, partition_results))
+    verified: dict[Partition, VerificationGuard | AppendResult] | None = None  # None: appends are not verified
+    if replicas.verifies_transactions:
+        # without a transactional id nothing is verified: its transactional batches are refused at the append
+        verified = {} if request.transactional_id is None else await _verify_transaction(
+            context, request.transactional_id, [(partition, data.records) for _, _, partition, data in appends])
+    for partition_results, position, partition, data in appends:
+        guard = None if verified is None else verified.get(partition, NO_GUARD)
+        if isinstance(guard, AppendResult):  # the coordinator's refusal
+            result = guard
+        else:
+            result = partition.append_records_to_leader(data.records, data.current_leader_epoch, acks_all=acks == -1,
+                                                        client=client, verification_guard=guard)
+        partition_results[position] = (data.index, partition, result)
     if acks == 0:
         return None
     if acks == -1:
@@ -101,6 +121,44 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         await _wait_for_replication(results, max(request.timeout_ms, 0) / 1000)
         context.remote_s = loop.time() - waited_from
     return _response(context, results)
+
+
+async def _verify_transaction(context: RequestContext[BrokerServices], transactional_id: str,
+                              appends: list[tuple[Partition, Any]]
+                              ) -> dict[Partition, VerificationGuard | AppendResult]:
+    """KIP-890 (Kafka's ReplicaManager.handleProduceAppend): the partitions whose batches would open the producer's
+    transaction are verified with its coordinator, all in one question; each gets its guard, or its refusal as the
+    producer is answered. A partition not named verified nothing (NO_GUARD at the append)."""
+    pending = {partition: verification for partition, records in appends
+               if (verification := partition.maybe_start_transaction_verification(records)) is not None}
+    if not pending:
+        return {}
+    producers = {(v.producer_id, v.producer_epoch) for v in pending.values()}
+    if len(producers) > 1:  # Kafka refuses the request: one transactional producer per Produce
+        return {partition: AppendResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                                        message="Transactional records contained more than one producer ID")
+                for partition in pending}
+    ((producer_id, producer_epoch),) = producers
+    keys = {(partition.topic, partition.index): partition for partition in pending}
+    errors = await context.services.transaction_coordinator.verification.verify_transaction(
+        transactional_id, producer_id, producer_epoch, keys, generic_error=context.api_version >= 11)
+    verified: dict[Partition, VerificationGuard | AppendResult] = {
+        partition: verification.guard for partition, verification in pending.items()}
+    for key, error in errors.items():
+        verified[keys[key]] = _refusal(error)
+    return verified
+
+
+def _refusal(error: ErrorCode) -> AppendResult:
+    """A partition the coordinator did not verify, answered as Kafka's postVerificationCallback answers it: a
+    retriable coordinator error as NOT_ENOUGH_REPLICAS, which every producer retries without a metadata refresh
+    (older ones would not retry the coordinator's own errors on a Produce)."""
+    if error == ErrorCode.INVALID_TXN_STATE:
+        return AppendResult(error, message="Partition was not added to the transaction")
+    if error in _RETRIED_AS_NOT_ENOUGH_REPLICAS:
+        return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS, message="Unable to verify the partition has been added to "
+                            f"the transaction. Underlying error: {error.name}")
+    return AppendResult(error)
 
 
 def _name(services: BrokerServices, topic: Any, by_id: bool) -> str | None:

@@ -25,6 +25,14 @@ Rules:
 - Transactions (KIP-98): a producer's data is judged by the producer state (sequence, epoch, INVALID_TXN_STATE
   outside its open transaction); a coordinator's marker (`append_end_txn_marker`) is refused from an older
   coordinator epoch (TRANSACTION_COORDINATOR_FENCED) or producer epoch (INVALID_PRODUCER_EPOCH).
+- KIP-890 verification (Kafka's VerificationGuard): a client's transactional batch that would open its producer's
+  transaction here (none open) needs the coordinator's word that the partition is in that transaction. The produce
+  takes the producer's guard (`maybe_start_transaction_verification`) before asking, and the append needs the
+  partition to still hold that same guard, else INVALID_TXN_STATE and nothing is written. Any transactional write
+  of the producer here (its first batch, a marker) drops its guard, so an answer that crossed an abort marker opens
+  nothing (Kafka's ABA case: verified, aborted, a new transaction without this partition, the stale answer lands);
+  so does leaving leadership, since this replica's markers then come through replication. Appends that pass no
+  guard (None: the coordinators' own writes, a broker not verifying) are not checked.
 - KIP-207: the log end at the moment of becoming leader is kept; until the high watermark reaches it, offsets
   are not available to consumers (`fetch_offset_for_timestamp` answers OFFSET_NOT_AVAILABLE), unless the topic
   allows unclean elections (a truncated history is accepted there anyway).
@@ -82,6 +90,24 @@ _VERDICT_ERRORS = {
     Verdict.INVALID_TXN_STATE: ErrorCode.INVALID_TXN_STATE,
     Verdict.COORDINATOR_FENCED: ErrorCode.TRANSACTION_COORDINATOR_FENCED,
 }
+
+
+class VerificationGuard:
+    """One verification of one producer's transaction in one partition, compared by identity (Kafka's
+    VerificationGuard)."""
+
+    __slots__ = ()
+
+
+NO_GUARD = VerificationGuard()  # Kafka's SENTINEL: a verifying broker's produce that took no guard; verifies nothing
+
+
+class TransactionVerification(NamedTuple):
+    """What a produce must ask the coordinator before its batches may open a transaction here."""
+
+    guard: VerificationGuard
+    producer_id: int
+    producer_epoch: int
 
 
 @dataclass(slots=True)
@@ -163,6 +189,7 @@ class Partition:
         self.pending_isr: tuple[int, ...] | None = None  # the ISR asked for by the AlterPartition in flight
         self._held_high_watermark: int | None = None
         self._waiters: set[asyncio.Future[None]] = set()
+        self._verification_guards: dict[int, VerificationGuard] = {}  # by producer id (KIP-890)
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, leader={self.leader_id}, epoch={self.leader_epoch})"
@@ -202,6 +229,7 @@ class Partition:
         changed = (leader, leader_epoch, isr) != (self.leader_id, self.leader_epoch, self.isr)
         if leader != self.node_id:
             self.leading_since_epoch = -1
+            self._verification_guards.clear()
         elif not self.is_leader:
             self.leading_since_epoch = leader_epoch
         self.leader_id, self.leader_epoch, self.partition_epoch = leader, leader_epoch, partition_epoch
@@ -244,10 +272,30 @@ class Partition:
 
     # -- produce --------------------------------------------------------------------------------------
 
+    def maybe_start_transaction_verification(self, records: Any) -> TransactionVerification | None:
+        """KIP-890: if the batches' transactional producer has no transaction open here, its guard (taken now, or the
+        one a verification in flight took) and who to verify; None when there is nothing to verify (no
+        transactional batch, its transaction open here) or the append will refuse the batches anyway (not the
+        leader, bad framing)."""
+        if not self.is_leader:
+            return None
+        try:
+            for _, header in iter_batches(records):
+                if header.is_transactional and not header.is_control and header.producer_id >= 0:
+                    if header.producer_id in self.log.producer_state.open_txns:
+                        return None
+                    guard = self._verification_guards.setdefault(header.producer_id, VerificationGuard())
+                    return TransactionVerification(guard, header.producer_id, header.producer_epoch)
+        except KafkaError:
+            return None
+        return None
+
     def append_records_to_leader(self, records: Any, current_leader_epoch: int = -1, acks_all: bool = False,
-                                 client: str = "this broker") -> AppendResult:
+                                 client: str = "this broker", verification_guard: VerificationGuard | None = None
+                                 ) -> AppendResult:
         """Validate and append one partition's batches as leader (the frame bytes are stamped in place). `client`
-        names the sender in the log."""
+        names the sender in the log; `verification_guard` is the KIP-890 guard the produce verified with (NO_GUARD
+        if none), None for an append that is not verified."""
         error = self.leader_error(current_leader_epoch)
         if error != ErrorCode.NONE:
             return AppendResult(error)
@@ -256,10 +304,14 @@ class Partition:
             return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS,
                                 message=f"ISR {list(self.isr)} is smaller than min.insync.replicas {min_isr}")
         try:
-            duplicate = self._check_batches(records)
-            if duplicate is not None:
-                return duplicate
+            refused = self._check_batches(records, verification_guard)
+            if refused is not None:
+                return refused
             info = self.log.append_as_leader(records, self.leader_epoch)
+            if self._verification_guards:  # the producer's transaction is open here now: its guard has served
+                for _, header in iter_batches(records):
+                    if header.is_transactional:
+                        self._verification_guards.pop(header.producer_id, None)
             if self.metrics is not None:
                 self.metrics.record_produce(self.topic, len(records), info.last_offset - info.first_offset + 1)
         except UnsupportedForMessageFormat as exc:  # Kafka's answer to an old message set in Produce v3+
@@ -286,6 +338,7 @@ class Partition:
             info = self.log.append_as_leader(batch, self.leader_epoch, from_client=False)
         except KafkaError as exc:
             return AppendResult(exc.code, message=str(exc))
+        self._verification_guards.pop(producer_id, None)  # a verification that crossed the marker opens nothing
         return self._appended(info)
 
     def _appended(self, info: AppendInfo) -> AppendResult:
@@ -296,9 +349,10 @@ class Partition:
         return AppendResult(ErrorCode.NONE, info.first_offset, info.last_offset, self.leader_epoch,
                             info.log_append_time, self.log.log_start_offset)
 
-    def _check_batches(self, records: Any) -> AppendResult | None:
-        """max.message.bytes and the idempotent producer's sequence; a duplicate batch is answered as the
-        original was (DUPLICATE_SEQUENCE_NUMBER is success to the producer)."""
+    def _check_batches(self, records: Any, verification_guard: VerificationGuard | None) -> AppendResult | None:
+        """max.message.bytes, the idempotent producer's sequence and KIP-890's guard; a duplicate batch is answered
+        as the original was (DUPLICATE_SEQUENCE_NUMBER is success to the producer), before the guard is looked
+        at (as Kafka)."""
         max_bytes = self.configs["max.message.bytes"]
         producer_state = self.log.producer_state
         for _, header in iter_batches(records):
@@ -314,6 +368,12 @@ class Partition:
                 # in this log now, in this leadership: acks=all waits for it as for a new batch
                 return AppendResult(ErrorCode.NONE, check.first_offset, check.last_offset, self.leader_epoch,
                                     log_start_offset=self.log.log_start_offset)
+            if (verification_guard is not None and header.is_transactional
+                    and header.producer_id not in producer_state.open_txns
+                    and (verification_guard is NO_GUARD
+                         or self._verification_guards.get(header.producer_id) is not verification_guard)):
+                return AppendResult(ErrorCode.INVALID_TXN_STATE,
+                                    message="Record was not part of an ongoing transaction")
             if check.verdict is not Verdict.OK:
                 return AppendResult(_VERDICT_ERRORS[check.verdict],
                                     message=f"producer {header.producer_id}: {check.verdict.value}")

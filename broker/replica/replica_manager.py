@@ -260,6 +260,14 @@ class ReplicaManager:
 
     # -- produce ------------------------------------------------------------------------------------
 
+    @property
+    def verifies_transactions(self) -> bool:
+        """Whether a transactional produce is verified with its coordinator before it opens a transaction in a
+        partition (KIP-890): `transaction.partition.verification.enable`, on a broker claiming 3.6 or later."""
+        release = self.config.kafka_version
+        return self.config.transaction_partition_verification_enable and (
+            release is None or release.verifies_transactional_partitions)
+
     # -- fetch --------------------------------------------------------------------------------------
 
     def release_waiters(self) -> None:

@@ -1,4 +1,6 @@
-"""The transaction coordinator (KIP-98, as Kafka 3.9's TransactionCoordinator, without KIP-890's verification).
+"""The transaction coordinator (KIP-98, as Kafka 3.9's TransactionCoordinator), and this broker's transaction
+connections to the others: its markers go over them, and so do its partitions' KIP-890 verifications
+(verification.py), whichever broker coordinates their producers.
 
 Rules:
 - A transactional id lives on the broker that leads its `__transaction_state` partition, `abs(java
@@ -39,6 +41,7 @@ from epoch_broker.broker.transactions import records
 from epoch_broker.broker.transactions.inter_broker import InterBrokerClients
 from epoch_broker.broker.transactions.markers import MarkerSender
 from epoch_broker.broker.transactions.records import TxnState
+from epoch_broker.broker.transactions.verification import AddPartitionsToTxnManager
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.records import EndTxnMarker, build_batch
 
@@ -102,6 +105,7 @@ class TransactionCoordinator:
         self.owned: dict[int, _Owned] = {}  # partitions loaded here
         self.inter_broker = InterBrokerClients(broker, "txn")
         self.markers = MarkerSender(broker, self.inter_broker)
+        self.verification = AddPartitionsToTxnManager(broker, self.inter_broker)
         self._loading: dict[int, asyncio.Task] = {}
         self._tasks: set[asyncio.Task] = set()
         self._abort_timer: asyncio.TimerHandle | None = None
