@@ -50,12 +50,14 @@ ZooKeeper-mode broker, as 2.8 to 3.9 ran by default), and for 4.0 on (KRaft only
 
 ## Configs that follow the release
 
-{table(("setting", "before 4.0", "4.0 on (and unset)"), [
+{table(("what", "before 4.0", "4.0 on (and unset)"), [
     ("`message.format.version` (topic), `log.message.format.version`",
      "accepted and ignored (every batch is v2)", "unknown: INVALID_CONFIG, as Kafka 4.0 (KIP-724)"),
     ("DescribeConfigs of `advertised.listeners` on a broker",
      "its own source (DEFAULT_CONFIG when not set), read_only false (a per-broker dynamic config)",
      "STATIC_BROKER_CONFIG with the endpoints advertised, read-only"),
+    ("KIP-890's check that a transactional write's partition is in its transaction "
+     "(`transaction.partition.verification.enable`)", "from 3.6 (before, not checked)", "checked"),
     ("LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown",
      "advertised; answered STALE_CONTROLLER_EPOCH (ControlledShutdown: NOT_CONTROLLER), never acted on",
      "not served (ZooKeeper mode is gone)"),
