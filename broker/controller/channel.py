@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from epoch_broker.broker.controller.config_control import TopicConfigChange
 from epoch_broker.broker.controller.controller import Controller, QuorumState
+from epoch_broker.broker.controller.quota_control import QuotaAlteration
 from epoch_broker.broker.controller.replication_control import NewTopic, PartitionChangeResult, TopicResult
 from epoch_broker.broker.security.acl import AclBinding, AclBindingFilter
 from epoch_broker.broker.security.wire import scram_changes
@@ -60,6 +61,10 @@ class ControllerChannel(Protocol):
 
     async def alter_scram_credentials(self, request: Any) -> dict[str, tuple[ErrorCode, str | None]]:
         """AlterUserScramCredentials: per user, NONE or why not; returns once this broker's metadata has them."""
+
+    async def alter_client_quotas(self, alterations: list[QuotaAlteration], validate_only: bool
+                                  ) -> list[tuple[QuotaAlteration, ErrorCode, str | None]]:
+        """AlterClientQuotas: per distinct entity, NONE or why not; returns once this broker's metadata has them."""
 
     async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:
         """(first id, count) of a block of never-used producer ids."""
@@ -134,6 +139,10 @@ class EmbeddedChannel:
 
     async def alter_scram_credentials(self, request: Any) -> dict[str, tuple[ErrorCode, str | None]]:
         return self.controller.alter_scram_credentials(*scram_changes(request))
+
+    async def alter_client_quotas(self, alterations: list[QuotaAlteration], validate_only: bool
+                                  ) -> list[tuple[QuotaAlteration, ErrorCode, str | None]]:
+        return self.controller.alter_client_quotas(alterations, validate_only)
 
     async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:
         return self.controller.allocate_producer_ids(node_id)

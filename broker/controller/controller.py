@@ -3,10 +3,11 @@ metadata, commits the records the manager decides on, and runs the timers that f
 
 The managers, one module each, decide: cluster_control.py (the cluster id, broker registrations, broker epochs,
 sessions), replication_control.py (topics, partitions, ISR changes, elections, reassignments), config_control.py
-(topic configs), acl_control.py (ACLs), scram_control.py (SCRAM credentials), producer_id_control.py (producer id
-blocks). (Kafka's FeatureControlManager has no counterpart: no feature levels are kept.) A manager returns records
-and an answer (a ControllerResult, controller_result.py) and never commits: `_commit` is the one place that
-appends records, applies them and hands them on; `_replay` and `_run` feed it a result or a decision's steps.
+(topic configs), acl_control.py (ACLs), scram_control.py (SCRAM credentials), quota_control.py (client quotas),
+producer_id_control.py (producer id blocks). (Kafka's FeatureControlManager has no counterpart: no feature levels
+are kept.) A manager returns records and an answer (a ControllerResult, controller_result.py) and never commits:
+`_commit` is the one place that appends records, applies them and hands them on; `_replay` and `_run` feed it a
+result or a decision's steps.
 
 A commit makes the records durable in the `MetadataStore`, applies them to the controller's `MetadataCache`, then
 hands them to every subscriber (in one process: the local broker; in a cluster, the brokers that pull or receive
@@ -41,6 +42,7 @@ from epoch_broker.broker.controller.cluster_control import ClusterControlManager
 from epoch_broker.broker.controller.config_control import ConfigurationControlManager, TopicConfigChange
 from epoch_broker.broker.controller.controller_result import ControllerResult, ControllerSteps
 from epoch_broker.broker.controller.producer_id_control import ProducerIdControlManager
+from epoch_broker.broker.controller.quota_control import ClientQuotaControlManager, QuotaAlteration
 from epoch_broker.broker.controller.replication_control import (
     NewTopic,
     PartitionChangeResult,
@@ -97,6 +99,7 @@ class Controller:
         self.acls = AclControlManager(self.image)
         self.scram = ScramControlManager(self.image)
         self.producer_ids = ProducerIdControlManager(self.image)
+        self.client_quotas = ClientQuotaControlManager(self.image)
 
     def start(self) -> list[Any]:
         """Replay the store and act; returns every record, for the first subscriber's initial state."""
@@ -309,6 +312,10 @@ class Controller:
                                 upsertions: list[tuple[str, ScramCredential | str]]
                                 ) -> dict[str, tuple[ErrorCode, str | None]]:
         return self._replay(self.scram.alter_scram_credentials(deletions, upsertions))
+
+    def alter_client_quotas(self, alterations: list[QuotaAlteration], validate_only: bool
+                            ) -> list[tuple[QuotaAlteration, ErrorCode, str | None]]:
+        return self._replay(self.client_quotas.alter_client_quotas(alterations, validate_only))
 
     def allocate_producer_ids(self, node_id: int) -> tuple[int, int]:
         return self._replay(self.producer_ids.allocate_producer_ids(node_id))

@@ -35,10 +35,11 @@ from epoch_broker.broker.config import DYNAMIC_TOPIC_CONFIG, BrokerConfig
 from epoch_broker.broker.controller.channel import OnRecords, Reassignment
 from epoch_broker.broker.controller.config_control import ListChange, TopicConfigChange, current_text
 from epoch_broker.broker.controller.controller import QuorumState
+from epoch_broker.broker.controller.quota_control import QuotaAlteration
 from epoch_broker.broker.controller.replication_control import NewTopic, PartitionChangeResult, TopicResult
 from epoch_broker.broker.faults import CONTROLLER_PEER, NETWORK_PARTITION, BrokerFaults
 from epoch_broker.broker.metadata import metadata_log
-from epoch_broker.broker.metadata.image import MetadataCache
+from epoch_broker.broker.metadata.image import MetadataCache, quota_entity
 from epoch_broker.broker.security import wire
 from epoch_broker.broker.security.acl import AclBinding, AclBindingFilter
 from epoch_broker.broker.security.listeners import client_security
@@ -46,6 +47,7 @@ from epoch_broker.client.aio import KafkaClient, Security
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.messages import (
     allocate_producer_ids,
+    alter_client_quotas,
     alter_partition,
     alter_partition_reassignments,
     alter_user_scram_credentials,
@@ -472,6 +474,29 @@ class RemoteChannel:
             return True
 
         await self._until(applied, "the altered SCRAM credentials")
+        return results
+
+    async def alter_client_quotas(self, alterations: list[QuotaAlteration], validate_only: bool
+                                  ) -> list[tuple[QuotaAlteration, ErrorCode, str | None]]:
+        messages = alter_client_quotas.REQUEST
+        response = await self._write(alter_client_quotas.API, messages.cls(validate_only=validate_only, entries=[
+            messages.EntryData(entity=[messages.EntityData(entity_type=t, entity_name=n) for t, n in a.entity],
+                               ops=[messages.OpData(key=k, value=v or 0.0, remove=v is None) for k, v in a.ops])
+            for a in alterations]))
+        by_entity = {quota_entity(dict(a.entity)): a for a in reversed(alterations)}  # each entity's first
+        results = [(by_entity[quota_entity({e.entity_type: e.entity_name for e in r.entity})],
+                    ErrorCode(r.error_code), r.error_message) for r in response.entries]
+        quotas = self.metadata.client_quotas
+
+        def applied() -> bool:
+            for alteration, error, _ in results:
+                held = quotas.get(quota_entity(dict(alteration.entity)), {})
+                if error == ErrorCode.NONE and any(held.get(k) != v for k, v in alteration.ops):
+                    return False
+            return True
+
+        if not validate_only:
+            await self._until(applied, "the altered client quotas")
         return results
 
     async def allocate_producer_ids(self, node_id: int, broker_epoch: int) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from epoch_broker.broker.metadata.records import (
     AccessControlEntryRecord,
     BrokerFenceRecord,
     ClientMetricsConfigRecord,
+    ClientQuotaRecord,
     ClusterRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -36,6 +37,13 @@ from epoch_broker.broker.metadata.records import (
 )
 from epoch_broker.broker.security.acl import AclBinding, Authorizer
 from epoch_broker.broker.security.sasl import CredentialStore, ScramCredential
+
+# A client quota entity (KIP-546): its (entity type, name) pairs sorted by type, a name None for the default entity.
+QuotaEntity = tuple[tuple[str, str | None], ...]
+
+
+def quota_entity(entity: dict[str, str | None]) -> QuotaEntity:
+    return tuple(sorted(entity.items()))
 
 
 @dataclass(slots=True)
@@ -82,6 +90,7 @@ class MetadataCache:
         self.topics_by_id: dict[bytes, TopicState] = {}
         self.next_producer_id = 0
         self.client_metrics: dict[str, dict[str, str]] = {}  # KIP-714 subscriptions: name -> its configs
+        self.client_quotas: dict[QuotaEntity, dict[str, float]] = {}  # KIP-546: entity -> quota key -> value
 
     def rebuild(self, records: list[Any]) -> None:
         """This cache as if only `records` had been applied (a controller reverting what it could not commit). The
@@ -164,6 +173,15 @@ class MetadataCache:
                     record.mechanism, record.salt, record.iterations, record.stored_key, record.server_key))
             case RemoveUserScramCredentialRecord():
                 self.credentials.remove_scram(record.name, record.mechanism)
+            case ClientQuotaRecord():
+                entity = quota_entity(record.entity)
+                if record.remove:
+                    values = self.client_quotas.get(entity, {})
+                    values.pop(record.key, None)
+                    if not values:
+                        self.client_quotas.pop(entity, None)  # an entity without values is gone, as Kafka's
+                else:
+                    self.client_quotas.setdefault(entity, {})[record.key] = record.value
             case _:
                 raise TypeError(f"unknown metadata record {record!r}")
 

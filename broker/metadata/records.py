@@ -166,6 +166,17 @@ class RemoveUserScramCredentialRecord:
     mechanism: str
 
 
+@dataclass(frozen=True, slots=True)
+class ClientQuotaRecord:
+    """One quota value of a client quota entity set or removed (AlterClientQuotas, KIP-546), as Kafka's: the
+    entity maps each entity type ("user", "client-id", "ip") to a name, None for the type's default entity."""
+
+    entity: dict[str, str | None]
+    key: str
+    value: float = 0.0
+    remove: bool = False
+
+
 RECORD_TYPES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
@@ -184,6 +195,7 @@ RECORD_TYPES: dict[str, type] = {
         RemoveAccessControlEntryRecord,
         UserScramCredentialRecord,
         RemoveUserScramCredentialRecord,
+        ClientQuotaRecord,
     )
 }
 _BYTES_FIELDS = {"topic_id", "incarnation_id", "salt", "stored_key", "server_key"}

@@ -48,8 +48,8 @@ NO_REFERENCE = {24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 2
                 66: "ListTransactions", 67: "AllocateProducerIds", 68: "ConsumerGroupHeartbeat",
                 69: "ConsumerGroupDescribe", 71: "GetTelemetrySubscriptions", 72: "PushTelemetry"}
 # APIs newer than the reference folder (Kafka 4.x), checked against the 4.x JSON kafka-python vendors.
-NEWER_ONLY = {34: "AlterReplicaLogDirs", 55: "DescribeQuorum", 74: "ListConfigResources",
-              75: "DescribeTopicPartitions"}
+NEWER_ONLY = {34: "AlterReplicaLogDirs", 48: "DescribeClientQuotas", 49: "AlterClientQuotas", 55: "DescribeQuorum",
+              74: "ListConfigResources", 75: "DescribeTopicPartitions"}
 
 # Deliberate additions to Kafka's schemas: (message name, dotted field path) -> why.
 EXTENSIONS = {
