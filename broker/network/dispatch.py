@@ -47,6 +47,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar, cast
 
 from epoch_broker.broker.faults import NETWORK_PARTITION, peer_of
+from epoch_broker.broker.network.quotas import ClientQuotas
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import CLUSTER, authorized
 from epoch_broker.broker.services import ControllerServices, Services
@@ -217,6 +218,8 @@ class Dispatcher:
         # bound early, so that its real port can be registered, must not serve the old epochs meanwhile).
         self.ready = asyncio.Event()
         self.ready.set()
+        # client quotas (broker/network/quotas.py): a broker's clients only, from the quotas in its metadata
+        self.quotas = ClientQuotas(lambda: services.metadata.client_quotas, self.loop.time) if role == BROKER else None
 
     async def handle_frame(self, frame: bytearray, peer: str, connection: ServerConnection,
                            listener: str = "", received_at: float | None = None) -> list | None:
@@ -239,6 +242,8 @@ class Dispatcher:
                                  loop.time() if received_at is None else received_at)
         response = await self._answer(registration, request, context)
         parts = None if response is None else ServerConnection.encode_response(request, response)
+        if self.quotas is not None and not registration.cluster_action and api.key not in CONNECTION_APIS:
+            parts = self.quotas.throttle(context, request, response, len(frame), parts)
         if (metrics := self.services.metrics) is not None:
             metrics.record_request(api, request.api_version, response, loop.time() - context.received_at,
                                    context.queue_s, context.remote_s)

@@ -29,6 +29,8 @@ Rules:
   `os.pread` instead of sendfile (as Kafka loses zero-copy under TLS). A TLS client certificate's subject is
   the connection's principal.
 - A connection whose answer ends it (a failed SASL authentication) is closed once that answer is written.
+- A client over a quota (broker/network/quotas.py) gets its answer, then nothing of its connection is read for the
+  throttle time (`muted`), as Kafka's throttled channel (KIP-219).
 - A connection with no traffic and nothing in flight for `connections.max.idle.ms` is closed. The idle timer
   is cancelled when the connection closes, so nothing keeps a closed connection in memory.
 """
@@ -74,6 +76,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.closing = False
         self.reading = True
         self.writing_paused = False
+        self.muted = False  # throttled by a client quota (broker/network/quotas.py): nothing read until it ends
         self._idle_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: Any) -> None:  # uvloop's transports are not asyncio.Transport
@@ -130,7 +133,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _take_next(self) -> None:
         """Start the next buffered request, if none is in flight and the client reads its responses; stop
         reading while a whole frame waits behind the one in flight."""
-        if self.in_flight is not None or self.writing_paused or self.closing:
+        if self.in_flight is not None or self.writing_paused or self.closing or self.muted:
             if self.decoder.buffered and self.reading and self._frame_waiting():
                 self.pause_requests()
             return
@@ -174,7 +177,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.transport.pause_reading()
 
     def resume_requests(self) -> None:
-        if not self.reading and self.transport is not None and not self.closing:
+        if not self.reading and self.transport is not None and not self.closing and not self.muted:
             self.reading = True
             self.transport.resume_reading()
 
@@ -209,7 +212,21 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return False
         self.last_activity = self.server.loop.time()
         self.server.idle_or_done()
+        if (quotas := self.server.dispatcher.quotas) is not None and (throttle_s := quotas.take_mute(self.protocol)):
+            self._mute(throttle_s)
         return True
+
+    def _mute(self, throttle_s: float) -> None:
+        """A client over its quota: its response is written; nothing more is read from it for `throttle_s` (Kafka's
+        throttled channel, KIP-219)."""
+        self.muted = True
+        self.pause_requests()
+        self.server.loop.call_later(throttle_s, self._unmute)
+
+    def _unmute(self) -> None:
+        self.muted = False
+        if self.server.accepting and not self.closing:
+            self._take_next()
 
     def _write(self, parts: list) -> None:
         """One writev for the response's bytes and its small file ranges; sendfile for the large ones."""
