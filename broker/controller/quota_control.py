@@ -5,7 +5,7 @@ Rules (Kafka's, INVALID_REQUEST for each refusal, per entity):
 - An entity is a non-empty set of entity types, each once: "user" and "client-id" (either or both), or "ip" alone;
   any other type is refused. A name is a string, or None for the type's default entity; an empty name is refused,
   and an "ip" name must be an IP address (Kafka also takes a resolvable host name: no lookups here).
-- The keys are those of the entity's types (`USER_AND_CLIENT_QUOTAS`, `IP_QUOTAS`); a value set must be above 0,
+- The keys are those of the entity's types (broker/metadata/client_quotas.py); a value set must be above 0,
   and a whole number for an integral key (a LONG or INT one, within its range). A key named twice in one entity
   fails it. Removing a value that is not there writes nothing; setting the value it already has writes nothing.
 - An entity named twice in one request fails (INVALID_REQUEST) and changes nothing; each other entity changes or
@@ -20,25 +20,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from epoch_broker.broker.controller.controller_result import ControllerResult
-from epoch_broker.broker.metadata.image import MetadataCache, QuotaEntity, quota_entity
+from epoch_broker.broker.metadata.client_quotas import (
+    CLIENT_ID,
+    IP,
+    IP_QUOTAS,
+    USER,
+    USER_AND_CLIENT_QUOTAS,
+    QuotaEntity,
+    quota_entity,
+)
+from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.metadata.records import ClientQuotaRecord
 from epoch_broker.protocol.errors import ErrorCode
-
-USER, CLIENT_ID, IP = "user", "client-id", "ip"
-PRODUCER_BYTE_RATE = "producer_byte_rate"
-CONSUMER_BYTE_RATE = "consumer_byte_rate"
-REQUEST_PERCENTAGE = "request_percentage"
-CONTROLLER_MUTATION_RATE = "controller_mutation_rate"  # stored and described; not enforced here
-CONNECTION_CREATION_RATE = "connection_creation_rate"  # (ip entities) stored and described; not enforced here
-
-# key -> the largest value it takes and whether it must be whole (Kafka's QuotaConfig: LONG, DOUBLE, INT)
-USER_AND_CLIENT_QUOTAS: dict[str, tuple[float, bool]] = {
-    PRODUCER_BYTE_RATE: (2.0**63 - 1, True),
-    CONSUMER_BYTE_RATE: (2.0**63 - 1, True),
-    REQUEST_PERCENTAGE: (float("inf"), False),
-    CONTROLLER_MUTATION_RATE: (float("inf"), False),
-}
-IP_QUOTAS: dict[str, tuple[float, bool]] = {CONNECTION_CREATION_RATE: (2.0**31 - 1, True)}
 
 
 @dataclass(frozen=True, slots=True)

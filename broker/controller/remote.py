@@ -39,7 +39,8 @@ from epoch_broker.broker.controller.quota_control import QuotaAlteration
 from epoch_broker.broker.controller.replication_control import NewTopic, PartitionChangeResult, TopicResult
 from epoch_broker.broker.faults import CONTROLLER_PEER, NETWORK_PARTITION, BrokerFaults
 from epoch_broker.broker.metadata import metadata_log
-from epoch_broker.broker.metadata.image import MetadataCache, quota_entity
+from epoch_broker.broker.metadata.client_quotas import quota_entity
+from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.security import wire
 from epoch_broker.broker.security.acl import AclBinding, AclBindingFilter
 from epoch_broker.broker.security.listeners import client_security

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from epoch_broker.broker.controller.quota_control import CLIENT_ID, IP, USER
-from epoch_broker.broker.metadata.image import QuotaEntity
+from epoch_broker.broker.metadata.client_quotas import CLIENT_ID, IP, USER, QuotaEntity
 from epoch_broker.broker.network.dispatch import BROKER, RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation
 from epoch_broker.broker.services import Services

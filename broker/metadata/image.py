@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from epoch_broker.broker.metadata.client_quotas import QuotaEntity, quota_entity
 from epoch_broker.broker.metadata.records import (
     AccessControlEntryRecord,
     BrokerFenceRecord,
@@ -37,13 +38,6 @@ from epoch_broker.broker.metadata.records import (
 )
 from epoch_broker.broker.security.acl import AclBinding, Authorizer
 from epoch_broker.broker.security.sasl import CredentialStore, ScramCredential
-
-# A client quota entity (KIP-546): its (entity type, name) pairs sorted by type, a name None for the default entity.
-QuotaEntity = tuple[tuple[str, str | None], ...]
-
-
-def quota_entity(entity: dict[str, str | None]) -> QuotaEntity:
-    return tuple(sorted(entity.items()))
 
 
 @dataclass(slots=True)

@@ -1,5 +1,5 @@
 """Client quotas enforced as Kafka's ClientQuotaManager, ClientRequestQuotaManager and QuotaFactory do (KIP-13,
-KIP-124, KIP-219), from the quotas in this broker's metadata (AlterClientQuotas, broker/controller/quota_control.py).
+KIP-124, KIP-219), from the quotas in this broker's metadata (AlterClientQuotas: broker/metadata/client_quotas.py).
 
 Rules:
 - Three quotas, each on its own rate: `producer_byte_rate` (bytes/s of Produce request frames), `consumer_byte_rate`
@@ -31,14 +31,14 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from epoch_broker.broker.controller.quota_control import (
+from epoch_broker.broker.metadata.client_quotas import (
     CLIENT_ID,
     CONSUMER_BYTE_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     USER,
+    QuotaEntity,
 )
-from epoch_broker.broker.metadata.image import QuotaEntity
 from epoch_broker.protocol.connection import Request, ServerConnection
 from epoch_broker.protocol.messages import fetch, produce
 
