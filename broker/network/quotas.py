@@ -21,8 +21,10 @@ Rules:
 - Not limited (Kafka's exempt requests): ApiVersions and the SASL handshake, what only brokers send (the APIs
   registered `cluster_action`), a replica's Fetch, and everything in a controller process. Produce with acks=0 is
   held to its byte rate (no response: the connection is muted only), not its request time.
-- Skipped: Kafka's bound of a Fetch response to the quota window's bytes, the throttle-time and byte-rate metrics
-  per client, `controller_mutation_rate` (stored, not enforced) and ip connection-creation quotas.
+- Skipped: Kafka's bound of a Fetch response to the quota window's bytes (a fetch larger than the window allows is
+  answered empty each time), holding back the response itself for a client of a version from before KIP-219
+  (every client is answered first, then muted), the throttle-time and byte-rate metrics per client,
+  `controller_mutation_rate` (stored, not enforced) and ip connection-creation quotas.
 """
 
 from __future__ import annotations
