@@ -240,6 +240,8 @@ class Dispatcher:
                                  self.services, peer, request.unsupported, self.role, listener,
                                  connection.principal, connection,
                                  loop.time() if received_at is None else received_at)
+        if self.quotas is not None:
+            self.quotas.bound_fetch(context, request.body)
         response = await self._answer(registration, request, context)
         parts = None if response is None else ServerConnection.encode_response(request, response)
         if self.quotas is not None and not registration.cluster_action and api.key not in CONNECTION_APIS:

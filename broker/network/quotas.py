@@ -21,8 +21,10 @@ Rules:
 - Not limited (Kafka's exempt requests): ApiVersions and the SASL handshake, what only brokers send (the APIs
   registered `cluster_action`), a replica's Fetch, and everything in a controller process. Produce with acks=0 is
   held to its byte rate (no response: the connection is muted only), not its request time.
-- Skipped: Kafka's bound of a Fetch response to the quota window's bytes (a fetch larger than the window allows is
-  answered empty each time), holding back the response itself for a client of a version from before KIP-219
+- A consumer Fetch under a byte-rate quota asks for at most WINDOWS - 1 windows of its quota (`max_bytes` lowered
+  before the handler, Kafka's maxValueInQuotaWindow), so that one fetch can always fit the quota once its client has
+  waited. (A first batch larger than that is still returned whole, KIP-74.)
+- Skipped: holding back the response itself for a client of a version from before KIP-219
   (every client is answered first, then muted), the throttle-time and byte-rate metrics per client,
   `controller_mutation_rate` (stored, not enforced) and ip connection-creation quotas.
 """
@@ -190,6 +192,15 @@ class ClientQuotas:
             response.throttle_time_ms = max(response.throttle_time_ms or 0, int(throttle_s * 1000))
         self._mute(context, throttle_s)
         return ServerConnection.encode_response(request, response)
+
+    def bound_fetch(self, context: RequestContext, body: Any) -> None:
+        """Lower a consumer Fetch's `max_bytes` to what its byte-rate quota allows in a window (before the handler)."""
+        quotas = self.quotas()
+        if not quotas or context.api_key != fetch.API.key or _replica_fetch(body):
+            return
+        found = quota_of(quotas, CONSUMER_BYTE_RATE, user_of(context.principal), context.client_id or "")
+        if found is not None and body.max_bytes is not None:
+            body.max_bytes = min(body.max_bytes, round(found[0] * (WINDOWS - 1) * WINDOW_S))
 
     def _mute(self, context: RequestContext, throttle_s: float) -> None:
         if throttle_s > 0.0 and context.connection is not None:

@@ -223,28 +223,28 @@ async def test_a_produce_over_its_quota_is_answered_then_the_connection_waits(br
         assert time.monotonic() - asked >= response.throttle_time_ms / 1000 * 0.9  # not read until the throttle ends
 
 
-async def test_a_throttled_fetch_is_answered_empty_with_its_throttle_time(broker: Broker) -> None:
+async def test_a_consumer_fetch_is_bounded_by_its_quota_and_answered_empty_when_throttled(broker: Broker) -> None:
     bootstrap = f"127.0.0.1:{broker.advertised.port}"
     async with await KafkaClient.connect(bootstrap, client_id="raw-consumer") as client:
         await client.negotiate()
         await create_topic(client, "raw-fetched")
-        for _ in range(2):
-            await produce_request(client, "raw-fetched", batch(b"v" * 6_000))
+        offsets = [(await produce_request(client, "raw-fetched", batch(*[b"v" * 1_000] * 6))).responses[0]
+                   .partition_responses[0].base_offset for _ in range(2)]
         await asyncio.to_thread(set_quota, bootstrap, "raw-consumer", "consumer_byte_rate", 1000)
 
-        def fetch_request(max_bytes: int) -> Any:
+        def fetch_request(offset: int) -> Any:
             return fetch.REQUEST.cls(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[fetch.REQUEST.FetchTopic(
                 topic="raw-fetched", partitions=[fetch.REQUEST.FetchPartition(
-                    partition=0, fetch_offset=0, partition_max_bytes=max_bytes)])])
+                    partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])])
 
-        # both batches, 12 KB against 1000 B/s: over the young window's 10 KB
-        response = await client.request(fetch.API, 12, fetch_request(1 << 20))
-        assert (response.error_code, response.responses) == (ErrorCode.NONE, [])
-        assert 1500 <= response.throttle_time_ms <= 2500
-        # un-recorded: once the throttle has passed, one batch (6 KB) fits the quota
-        response = await client.request(fetch.API, 12, fetch_request(7000))
+        # max_bytes lowered to 10 windows of the quota (10 KB): one batch of the two (6 KB each)
+        response = await client.request(fetch.API, 12, fetch_request(0))
         assert response.throttle_time_ms == 0
-        assert response.responses[0].partitions[0].records
+        assert 6_000 < len(response.responses[0].partitions[0].records) < 10_000
+        # the next batch would make 12 KB against the window's 10: answered empty, un-recorded
+        response = await client.request(fetch.API, 12, fetch_request(offsets[1]))
+        assert (response.error_code, response.responses) == (ErrorCode.NONE, [])
+        assert 1000 <= response.throttle_time_ms <= 2500
 
 
 async def test_a_client_over_its_request_percentage_is_throttled(broker: Broker) -> None:
