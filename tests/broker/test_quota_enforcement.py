@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from kafka import KafkaProducer
 
 from epoch_broker import testing
 from epoch_broker.broker.app import Broker
@@ -204,6 +205,21 @@ def test_a_consumer_is_held_to_its_byte_rate_and_told_of_the_throttle(broker_pro
     assert 0.8 * QUOTA <= rate <= 1.2 * QUOTA
     assert throttles.events and max(throttles.events) > 0
 
+
+
+def test_kafka_python_reports_the_produce_throttle(broker_process: testing.Broker) -> None:
+    bootstrap, topic = broker_process.bootstrap_servers, f"q-{uuid.uuid4().hex[:8]}"
+    broker_process.create_topic(topic)
+    set_quota(bootstrap, "kafka-python-producer", "producer_byte_rate", 50_000)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, client_id="kafka-python-producer", linger_ms=5)
+    try:
+        for _ in range(60):  # 600 KB: past the 500 KB a young rate allows
+            producer.send(topic, VALUE)
+        producer.flush(30)
+        throttle = producer.metrics()["producer-metrics"]["throttle-time-max"]
+    finally:
+        producer.close()
+    assert throttle > 0
 
 
 # -- raw requests: the response's throttle_time_ms and the muted connection ----------------------------------------
