@@ -1,16 +1,19 @@
 """DescribeTopicPartitions · v0 · topics and their partitions, paged with a cursor (KIP-966).
 
-Behaviour: as Kafka's DescribeTopicPartitionsRequestHandler: the topics named (none: every topic), in name order,
-from the cursor's topic on; each topic's partitions in index order, the cursor's topic from the cursor's partition;
-at most ResponsePartitionLimit partitions an answer (at least 1, at most Kafka's 2000). When the limit stops the
-answer, NextCursor names the first partition left out, or the next topic's partition 0 when a topic ended exactly
-at the limit. Authorization as Metadata: a named topic the principal may not describe answers
-TOPIC_AUTHORIZATION_FAILED without partitions (before its existence is looked at), and all-topics leaves such topics
-out; an unknown named topic answers UNKNOWN_TOPIC_OR_PARTITION. Per partition: leader, leader epoch, replicas, ISR
-and offline (fenced) replicas, as Metadata answers; topic_authorized_operations always filled, as Kafka does.
+Behaviour: as Kafka's DescribeTopicPartitionsRequestHandler and KRaftMetadataCache: the topics named (none: every
+topic) from the cursor's topic on, in name order; each topic's partitions in index order, the cursor's topic from
+the cursor's partition; at most ResponsePartitionLimit partitions an answer (at least 1, at most Kafka's 2000).
+When the limit stops the answer inside a topic, NextCursor names its first partition left out; when a topic ends
+exactly at the limit and another (authorized) topic follows, NextCursor names that topic's partition 0, whether it
+exists or not. A cursor whose topic is not among those named, or whose partition is negative, is INVALID_REQUEST
+for every topic named (Kafka's error response). Authorization as Metadata: a named topic the principal may not
+describe answers TOPIC_AUTHORIZATION_FAILED (zero id, no partitions) before its existence is looked at, listed
+after the described topics, whatever the page; all-topics leaves such topics out. An unknown named topic answers
+UNKNOWN_TOPIC_OR_PARTITION, an illegal name INVALID_TOPIC_EXCEPTION. Per partition (error NONE, as Kafka's):
+leader (-1 when none), leader epoch, replicas, ISR and offline (fenced) replicas as Metadata answers them.
+topic_authorized_operations is filled for every topic answered but the unauthorized ones, as Kafka does.
 Version notes: v0 only.
-Skipped: eligible leader replicas and last known ELR (KIP-966's ELR is not kept here): null, as Kafka answers with
-ELR off.
+Skipped: eligible leader replicas (KIP-966's ELR is not kept here): empty lists, as Kafka answers with ELR off.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from epoch_broker.broker.controller.replication_control import topic_name_error
 from epoch_broker.broker.handlers.metadata import INTERNAL_TOPICS
 from epoch_broker.broker.metadata.image import TopicState
 from epoch_broker.broker.network.dispatch import RequestContext, handles
@@ -36,23 +40,28 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     cache = context.services.metadata
     cursor = request.cursor
     everything = not request.topics
-    names = sorted(cache.topics_by_name) if everything else sorted({t.name for t in request.topics})
-    if cursor is not None:
-        names = [name for name in names if name >= cursor.topic_name]
+    after = cursor.topic_name if cursor is not None else ""
+    names = sorted({name for name in (cache.topics_by_name if everything else (t.name for t in request.topics))
+                    if name >= after})
+    if cursor is not None and (cursor.partition_index < 0 or (not everything and cursor.topic_name not in names)):
+        # Kafka throws InvalidRequestException; its error response names every topic asked for
+        return R.cls(topics=[R.DescribeTopicPartitionsResponseTopic(error_code=ErrorCode.INVALID_REQUEST, name=t.name)
+                             for t in request.topics])
     describable = authorized_names(context, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
-    if everything:
-        names = [name for name in names if name in describable]
-    budget = max(1, min(request.response_partition_limit, MAX_PARTITIONS))
     response = R.cls()
-    for position, name in enumerate(names):
-        if name not in describable:
-            response.topics.append(R.DescribeTopicPartitionsResponseTopic(
-                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name))
-            continue
+    budget = max(1, min(request.response_partition_limit, MAX_PARTITIONS))
+    for name in (name for name in names if name in describable):
+        if budget == 0:
+            # the previous topic ended exactly at the limit: the next page starts at this one
+            response.next_cursor = R.Cursor(topic_name=name, partition_index=0)
+            break
         state = cache.topics_by_name.get(name)
         if state is None:
-            response.topics.append(R.DescribeTopicPartitionsResponseTopic(
-                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name))
+            if not everything:
+                response.topics.append(R.DescribeTopicPartitionsResponseTopic(
+                    error_code=ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_error(name) is not None
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=name in INTERNAL_TOPICS,
+                    topic_authorized_operations=authorized_operations(context, ResourceType.TOPIC, name)))
             continue
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         topic = _topic(context, state)
@@ -65,9 +74,10 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         response.topics.append(topic)
         if response.next_cursor is not None:
             break
-        if budget == 0 and position + 1 < len(names):
-            response.next_cursor = R.Cursor(topic_name=names[position + 1], partition_index=0)
-            break
+    if not everything:
+        # Kafka lists them after the described topics, on every page
+        response.topics.extend(R.DescribeTopicPartitionsResponseTopic(
+            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name) for name in names if name not in describable)
     return response
 
 
@@ -82,7 +92,6 @@ def _partitions(context: RequestContext[BrokerServices], state: TopicState, firs
     for p in sorted(state.partitions.values(), key=lambda p: p.partition):
         if p.partition >= first:
             yield R.DescribeTopicPartitionsResponsePartition(
-                error_code=ErrorCode.NONE if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
                 partition_index=p.partition, leader_id=p.leader, leader_epoch=p.leader_epoch,
-                replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
-                offline_replicas=[r for r in p.replicas if r in fenced])
+                replica_nodes=list(p.replicas), isr_nodes=list(p.isr), eligible_leader_replicas=[],
+                last_known_elr=[], offline_replicas=[r for r in p.replicas if r in fenced])
