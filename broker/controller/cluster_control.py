@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,6 +59,9 @@ class ClusterControlManager:
         self.clock = clock  # seconds; heartbeat deadlines
         self.last_heartbeat: dict[int, float] = {}  # node id -> clock() of its last sign of life
         self.metadata_offsets: dict[int, int] = {}  # node id -> the metadata offset its last heartbeat had applied
+        # node id -> wall-clock ms of that heartbeat, and of the last one that had applied every committed record
+        # (-1: none since this controller started); DescribeQuorum's last fetch and last caught-up timestamps
+        self.metadata_fetches: dict[int, tuple[int, int]] = {}
         self.heard_since_start: set[int] = set()  # brokers with a session opened with this controller
         # node id -> (clock() when its heartbeat connection closed, the grace it has to heartbeat again)
         self.disconnected: dict[int, tuple[float, float]] = {}
@@ -123,10 +127,13 @@ class ClusterControlManager:
 
     # -- sessions -----------------------------------------------------------------------------------
 
-    def heard_from(self, node_id: int, metadata_offset: int | None = None) -> None:
+    def heard_from(self, node_id: int, metadata_offset: int | None = None, caught_up: bool = False) -> None:
         self.last_heartbeat[node_id] = self.clock()
         if metadata_offset is not None:
             self.metadata_offsets[node_id] = metadata_offset
+            now_ms = int(time.time() * 1000)
+            self.metadata_fetches[node_id] = (now_ms, now_ms if caught_up else
+                                              self.metadata_fetches.get(node_id, (-1, -1))[1])
         self.disconnected.pop(node_id, None)
         self.heard_since_start.add(node_id)
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from epoch_broker.broker import events
@@ -67,14 +67,27 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class QuorumReplica:
+    """One voter or observer of the metadata log as DescribeQuorum shows it (Kafka's ReplicaState): its log end
+    offset, and when (wall-clock ms, -1: unknown) it last fetched and last was caught up with the leader."""
+
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int = -1
+    last_caught_up_timestamp: int = -1
+
+
+@dataclass(frozen=True)
 class QuorumState:
-    """The metadata log's quorum as DescribeQuorum shows it: (node id, log end offset) per voter and observer."""
+    """The metadata log's quorum as DescribeQuorum shows it. `nodes`: (node id, [(listener, host, port)]) per
+    voter, as v2 answers them; filled by the process that answers for the voter (it knows its bound listeners)."""
 
     leader_id: int
     leader_epoch: int
     high_watermark: int
-    voters: list[tuple[int, int]]
-    observers: list[tuple[int, int]]
+    voters: list[QuorumReplica]
+    observers: list[QuorumReplica]
+    nodes: list[tuple[int, list[tuple[str, str, int]]]] = field(default_factory=list)
 
 
 class Controller:
@@ -201,8 +214,8 @@ class Controller:
         error = self.cluster.check_broker_epoch(node_id, broker_epoch)
         if error != ErrorCode.NONE:
             return HeartbeatResult(error)
-        self.cluster.heard_from(node_id, metadata_offset)
         caught_up = metadata_offset >= self.committed_offset - 1
+        self.cluster.heard_from(node_id, metadata_offset, caught_up)
         fenced = node_id in self.image.fenced_brokers
         if want_shut_down:
             if not fenced:
@@ -269,11 +282,14 @@ class Controller:
     def describe_quorum(self) -> QuorumState:
         """DescribeQuorum of the metadata log: this controller leads it (in the ZooKeeper controller epoch it won,
         0 with the file store, which has one controller), its high watermark is the committed end, the voters are
-        this controller, and the observers the registered brokers at the offsets their last heartbeats applied."""
-        end, applied = self.committed_offset, self.cluster.metadata_offsets
-        observers = [(node, applied[node] + 1 if node in applied else -1) for node in sorted(self.image.brokers)]
-        return QuorumState(self.config.node_id, self.controller_epoch or 0, end, [(self.config.node_id, end)],
-                           observers)
+        this controller (fetched and caught up now, as Kafka's leader reports itself), and the observers the
+        registered brokers at the offsets their last heartbeats applied, a heartbeat standing for a fetch."""
+        end, now_ms = self.committed_offset, int(time.time() * 1000)
+        applied, fetches = self.cluster.metadata_offsets, self.cluster.metadata_fetches
+        observers = [QuorumReplica(node, applied[node] + 1, *fetches[node]) if node in applied
+                     else QuorumReplica(node, -1) for node in sorted(self.image.brokers)]
+        return QuorumState(self.config.node_id, self.controller_epoch or 0, end,
+                           [QuorumReplica(self.config.node_id, end, now_ms, now_ms)], observers)
 
     def elect_leaders(self, partitions: list[tuple[str, int]] | None, unclean: bool, target_leader: int
                       ) -> list[tuple[str, int, ErrorCode, str | None]]:

@@ -34,7 +34,7 @@ from typing import Any
 from epoch_broker.broker.config import DYNAMIC_TOPIC_CONFIG, BrokerConfig
 from epoch_broker.broker.controller.channel import OnRecords, Reassignment
 from epoch_broker.broker.controller.config_control import ListChange, TopicConfigChange, current_text
-from epoch_broker.broker.controller.controller import QuorumState
+from epoch_broker.broker.controller.controller import QuorumReplica, QuorumState
 from epoch_broker.broker.controller.quota_control import QuotaAlteration
 from epoch_broker.broker.controller.replication_control import NewTopic, PartitionChangeResult, TopicResult
 from epoch_broker.broker.faults import CONTROLLER_PEER, NETWORK_PARTITION, BrokerFaults
@@ -567,8 +567,9 @@ class RemoteChannel:
         if partition.error_code != ErrorCode.NONE:
             raise KafkaError(partition.error_message or "", ErrorCode(partition.error_code))
         return QuorumState(partition.leader_id, partition.leader_epoch, partition.high_watermark,
-                           [(v.replica_id, v.log_end_offset) for v in partition.current_voters],
-                           [(o.replica_id, o.log_end_offset) for o in partition.observers])
+                           [_quorum_replica(v) for v in partition.current_voters],
+                           [_quorum_replica(o) for o in partition.observers],
+                           [(n.node_id, [(e.name, e.host, e.port) for e in n.listeners]) for n in response.nodes])
 
     async def list_partition_reassignments(self, wanted: list[tuple[str, int]] | None) -> list[Reassignment]:
         R = list_partition_reassignments.REQUEST
@@ -631,3 +632,8 @@ def _holds_items(current: str, change: ListChange) -> bool:
     """Whether the list `current` shows `change` made."""
     items = set(current.split(","))
     return all((item in items) == change.append for item in change.items)
+
+
+def _quorum_replica(state: Any) -> QuorumReplica:
+    return QuorumReplica(state.replica_id, state.log_end_offset, state.last_fetch_timestamp,
+                         state.last_caught_up_timestamp)
