@@ -16,17 +16,7 @@ from kafka.structs import TopicPartitionReplica
 
 from epoch_broker import testing
 from epoch_broker.protocol.errors import ErrorCode
-
-PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
-JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
-        + " ".join(f'user_{user}="{password}"' for user, password in PASSWORDS.items()) + ";")
-LISTENER = "SASL_PLAINTEXT"
-CONFIG = {
-    "listeners": f"{LISTENER}://127.0.0.1:0",
-    "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "super.users": "User:admin",
-}
+from tests.security.test_acls import CONFIG, LISTENER, PASSWORDS  # the SASL listener with Kafka's authorizer
 
 
 @pytest.fixture(scope="module")
