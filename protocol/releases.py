@@ -6,6 +6,8 @@ Rules:
   nothing here is typed in by hand.
 - Whatever else differs between releases that a client can observe is decided here, one property per
   difference, so the broker asks the release and never compares version numbers itself.
+- The feature flags (KIP-584) of the KRaft releases, which no message schema records, are declared below with
+  the Kafka source they come from.
 - A release is named by its minor version ("3.7"); a patch ("3.7.2") names its minor release, as Kafka's wire
   protocol changes only in minor releases.
 """
@@ -20,6 +22,17 @@ from epoch_broker.protocol.release_data import RELEASE_DATA
 # Broker-to-broker APIs of ZooKeeper mode (gone in 4.0): a ZooKeeper-era release advertises them to clients,
 # and kafka-python infers 3.4 from LeaderAndIsr v7.
 ZK_INTER_BROKER_APIS = frozenset({4, 5, 6, 7})
+
+
+# metadata.version's newest production level in each KRaft release (Kafka's MetadataVersion.LATEST_PRODUCTION:
+# 4.0-IV3, 4.1-IV1, 4.2-IV1); 4.0 dropped the levels below 3.3-IV3 (7).
+_METADATA_VERSION_MIN = 7
+_METADATA_VERSION_LATEST = {"4.0": 25, "4.1": 27, "4.2": 29}
+# The other features every KRaft release here has (since 4.0): name -> (supported range, the level this broker
+# finalizes). kraft.version 0: a static quorum (controller.quorum.voters), as ours is; group.version 1: KIP-848's
+# consumer groups, which this broker serves; transaction.version 0, as a 4.x cluster formatted with it: transactions
+# v2 (KIP-890 part 2) are not built, and a client uses them only when the cluster finalizes level 2.
+_KRAFT_FEATURES = {"kraft.version": ((0, 1), 0), "group.version": ((0, 1), 1), "transaction.version": ((0, 2), 0)}
 
 
 @dataclass(frozen=True)
@@ -40,6 +53,24 @@ class KafkaRelease:
     @property
     def zookeeper_mode(self) -> bool:
         return self.mode == "zk"
+
+    @property
+    def supported_features(self) -> dict[str, tuple[int, int]]:
+        """The feature flags (KIP-584) its brokers support, name -> (min, max) level, as ApiVersions v3+ lists them.
+        A ZooKeeper-mode broker lists none (KafkaServer builds empty BrokerFeatures, in every 2.x and 3.x)."""
+        if self.zookeeper_mode:
+            return {}
+        return {"metadata.version": (_METADATA_VERSION_MIN, _METADATA_VERSION_LATEST[self.name]),
+                **{name: supported for name, (supported, _) in _KRAFT_FEATURES.items()}}
+
+    @property
+    def finalized_features(self) -> dict[str, int]:
+        """The level of each feature a new cluster of this release finalizes (metadata.version its newest). A
+        ZooKeeper-mode cluster's controller enables feature versioning with no feature finalized."""
+        if self.zookeeper_mode:
+            return {}
+        return {"metadata.version": _METADATA_VERSION_LATEST[self.name],
+                **{name: level for name, (_, level) in _KRAFT_FEATURES.items()}}
 
     @property
     def accepts_message_format_version(self) -> bool:

@@ -28,6 +28,10 @@ def render_reference() -> str:
     rows = [(f"`{release.name}`", "ZooKeeper mode" if release.zookeeper_mode else "KRaft",
              str(len(served_by(load_handlers(BROKER), release))), str(len(release.api_versions)), release.source)
             for release in RELEASES.values()]
+    feature_rows = [(f"`{release.name}`",
+                     ", ".join(f"`{name}` {low}-{high}" for name, (low, high) in release.supported_features.items()),
+                     ", ".join(f"`{name}` {level}" for name, level in release.finalized_features.items()))
+                    for release in RELEASES.values() if release.supported_features]
     sections = [f"### {release.name}\n\n" + (", ".join(not_served(release)) or "nothing")
                 for release in RELEASES.values()]
     return f"""# Kafka releases
@@ -66,10 +70,20 @@ ZooKeeper-mode broker, as 2.8 to 3.9 ran by default), and for 4.0 on (KRaft only
 Brokers talk to each other within the release too (a follower of a broker claiming 2.8 or 3.0 fetches by topic
 name with Fetch v12), and to their controller with this broker's own APIs.
 
-Not emulated: the supported and finalized features of ApiVersions (`metadata.version`, `kraft.version`,
-`transaction.version`, `group.version`). The broker lists none, as a ZooKeeper-mode broker does (and librdkafka
-before 2.2, kcat's, misreads a non-empty tag section there), so a client that reads them, such as Kafka's Java
-client choosing transactions v2 (KIP-890 part 2, which no client installed here sends), sees none finalized.
+## Feature flags (KIP-584)
+
+ApiVersions v3+ lists the release's features as its brokers do: a ZooKeeper-mode broker none (its cluster has
+feature versioning enabled with nothing finalized, epoch 0), a KRaft broker the features below, finalized at the
+offset of the metadata it has applied (levels 0 are not listed as finalized; to a v3 request, features whose
+minimum is 0 are not listed as supported, as Kafka does since KAFKA-17492).
+
+{table(("release", "supported", "finalized"), feature_rows)}
+
+`transaction.version` stays at 0, as on a 4.x cluster formatted with it: transactions v2 (KIP-890 part 2) are
+not built, and a client (Kafka's Java producer) uses them only when level 2 is finalized; no client installed here
+sends them. `group.version` 1 says KIP-848's consumer groups are served. The other features of these releases
+(`eligible.leader.replicas.version`, and the later releases' share and streams groups) are not listed: not served.
+Unset, the broker lists no features.
 
 ## What each release has that this broker does not serve
 

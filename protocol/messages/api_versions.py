@@ -2,8 +2,7 @@
 
 Version negotiation, the first request on every connection.
 A request version above our max gets UNSUPPORTED_VERSION with a v0 body listing what we
-support (KIP-511). The response always uses response header v0, even at v3+. Tag sections in
-the response must stay empty: librdkafka before 2.2.0 (Debian's kcat) misreads them.
+support (KIP-511). The response always uses response header v0, even at v3+.
 
 Clients: aiokafka sends v0, kafkajs v2, confluent-kafka/kcat v3, kafka-python v4.
 """

@@ -6,6 +6,8 @@
 - kafka-python infers the release from the answer, for every release (its own test matrix in seconds).
 - The ZooKeeper-era broker-to-broker APIs are served to 2.8-3.9 only, and never acted on.
 - `message.format.version` and DescribeConfigs' `advertised.listeners` follow the release.
+- So do the feature flags of ApiVersions v3+: none from a ZooKeeper-mode release, a KRaft release's supported
+  ranges and finalized levels (kafka-python's describe_features reads them; kcat's librdkafka 2.0.2 connects).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import api_versions, create_topics, describe_configs, leader_and_isr, produce
 from epoch_broker.protocol.releases import RELEASES, ZK_INTER_BROKER_APIS, parse_release
 from tests.broker.conftest import batch, produce_to
+from tests.interop.support import kcat_bin
 
 DEFAULT_CONFIG, STATIC_BROKER_CONFIG = 5, 4
 
@@ -150,6 +153,53 @@ async def test_advertised_listeners_are_described_as_the_release_does(release: s
         assert (entry.config_source, entry.read_only) == (source, read_only)
         if source == STATIC_BROKER_CONFIG:
             assert entry.value == f"PLAINTEXT://{started.bootstrap_servers}"
+
+
+def test_kafka_python_describes_the_features_of_the_release(tmp_path: Path) -> None:
+    def kraft(metadata_version: int) -> dict[str, dict[str, tuple[int, int]]]:
+        return {"metadata.version": {"supported": (7, metadata_version),
+                                     "finalized": (metadata_version, metadata_version)},
+                "kraft.version": {"supported": (0, 1)},
+                "group.version": {"supported": (0, 1), "finalized": (1, 1)},
+                "transaction.version": {"supported": (0, 2)}}  # finalized at 0: transactions v2 are not built
+
+    # a ZooKeeper-mode broker supports none, and its cluster finalizes none
+    for release, expected in [("3.7", {}), ("4.0", kraft(25)), ("4.2", kraft(29)), (None, {})]:
+        config = {} if release is None else {"kafka.version": release}
+        with testing.broker(data_dir=tmp_path / str(release), config=config) as started:
+            admin = KafkaAdminClient(bootstrap_servers=started.bootstrap_servers, request_timeout_ms=10_000)
+            try:
+                features = admin.describe_features()
+            finally:
+                admin.close()
+        for described in features.values():
+            assert described.pop("finalized_epoch", 0) >= 0  # the metadata offset the broker had applied
+        assert features == expected, release
+
+
+async def test_a_v3_request_is_not_told_the_features_whose_minimum_is_0(tmp_path: Path) -> None:
+    async with claiming("4.0", tmp_path) as (_, client):
+        answer = await client.request(api_versions.API, 3, api_versions.REQUEST.cls(
+            client_software_name="librdkafka", client_software_version="2.0.2"))
+    assert answer.error_code == ErrorCode.NONE  # Kafka's KAFKA-17492: older clients cannot read them
+    assert [(f.name, f.min_version, f.max_version) for f in answer.supported_features] == [("metadata.version", 7, 25)]
+    assert [f.name for f in answer.finalized_features] == ["metadata.version", "group.version"]
+    assert answer.finalized_features_epoch >= 0
+
+
+async def test_a_zookeeper_mode_release_finalizes_nothing_at_epoch_0(tmp_path: Path) -> None:
+    async with claiming("3.9", tmp_path) as (_, client):
+        answer = await client.request(api_versions.API, 4, api_versions.REQUEST.cls(
+            client_software_name="test", client_software_version="1"))
+    assert (answer.supported_features, answer.finalized_features, answer.finalized_features_epoch) == ([], [], 0)
+
+
+def test_kcat_lists_the_topics_of_a_broker_claiming_4_0(tmp_path: Path) -> None:
+    with testing.broker(data_dir=tmp_path, config={"kafka.version": "4.0"}) as started:
+        started.create_topic("listed")
+        listing = subprocess.run([kcat_bin(), "-b", started.bootstrap_servers, "-L", "-m", "20"],
+                                 capture_output=True, text=True, timeout=60, check=True).stdout
+    assert 'topic "listed" with 1 partitions' in listing
 
 
 def test_the_plugin_runs_a_test_once_per_release(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ What kcat cannot do, and how these tests cover the flow instead:
 - no per-message timestamp or headers on produce: every line gets the same -H headers, and its
   timestamp is set by librdkafka at send time, so it is checked against the send window.
   Records with chosen timestamps (for ListOffsets by time) are written by confluent-kafka.
-- librdkafka 2.0.2 misreads a non-empty tag section in ApiVersions responses (Tansu's trap).
+- Tansu's ApiVersions v3 answer stops librdkafka 2.0.2 connecting ("Read underflow"); ours, feature flags
+  included (a broker claiming 4.x), does not (tests/broker/test_kafka_releases.py).
 """
 
 from __future__ import annotations
