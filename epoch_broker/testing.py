@@ -17,8 +17,9 @@ Rules:
 - Config is given as Kafka's keys, or as keyword arguments with dots written as underscores
   (`broker(num_partitions=3)` is `num.partitions=3`); booleans become true/false.
 - Test defaults, applied unless overridden: a group's first join does not wait (group.initial.rebalance.delay.ms
-  0, as Kafka's shipped development config), a consumer-protocol member heartbeats every 500 ms
-  (group.consumer.heartbeat.interval.ms; Kafka's 5 s would make each rebalance step seconds long),
+  0, as Kafka's shipped development config), a consumer-protocol or share group member heartbeats every 500 ms
+  (group.consumer.heartbeat.interval.ms, group.share.heartbeat.interval.ms; Kafka's 5 s would make each
+  rebalance step seconds long),
   `__consumer_offsets` has one partition on a lone broker, the
   fault hooks can be set (fault.hooks.enable), and a cluster fences, elects and shrinks ISRs within seconds
   (drill/launcher.py's DRILL_DEFAULTS).
@@ -57,7 +58,7 @@ from epoch_broker.protocol.messages import create_topics, metadata
 # what tests want: no join delay, one offsets and one transaction-state partition, and the fault hooks (cluster()
 # has the launcher's)
 BROKER_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "group.consumer.heartbeat.interval.ms": "500",
-                   "offsets.topic.num.partitions": "1",
+                   "group.share.heartbeat.interval.ms": "500", "offsets.topic.num.partitions": "1",
                    "transaction.state.log.num.partitions": "1", "fault.hooks.enable": "true"}
 READY_TIMEOUT_S = 30.0
 WAIT_TIMEOUT_S = 30.0

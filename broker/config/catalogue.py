@@ -322,7 +322,8 @@ class ReplicationConfigs:
 
 @dataclass(frozen=True)
 class GroupCoordinatorConfig:
-    """Consumer groups, classic and KIP-848's, and their committed offsets in `__consumer_offsets`."""
+    """Consumer groups, classic and KIP-848's, share groups (KIP-932), and their committed offsets in
+    `__consumer_offsets`."""
 
     TITLE: ClassVar[str] = "Group coordinator"
 
@@ -348,6 +349,27 @@ class GroupCoordinatorConfig:
         "group.consumer.assignors", LIST, ("uniform", "range"), p.assignors, MEDIUM,
         "The server-side assignors of KIP-848 groups; the first is the default, a member's "
         "`group.remote.assignor` picks another.")
+    group_share_session_timeout_ms: int = define(
+        "group.share.session.timeout.ms", INT, 45_000, p.integer(1), MEDIUM,
+        "Share groups (KIP-932): a member silent for this long is removed, and the records it held are released.")
+    group_share_heartbeat_interval_ms: int = define(
+        "group.share.heartbeat.interval.ms", INT, 5_000, p.integer(1), MEDIUM,
+        "The heartbeat interval answered to share group members (the test kit uses 500, as for KIP-848 groups).")
+    group_share_max_size: int = define(
+        "group.share.max.size", INT, 200, p.integer(1), MEDIUM,
+        "Members a share group may have; one more is GROUP_MAX_SIZE_REACHED.")
+    group_share_record_lock_duration_ms: int = define(
+        "group.share.record.lock.duration.ms", INT, 30_000, p.integer(1_000, 60_000), MEDIUM,
+        "How long a share consumer holds the records a share fetch gave it (the acquisition lock): unacknowledged "
+        "by then, they are delivered again (or archived at the delivery count limit).")
+    group_share_delivery_count_limit: int = define(
+        "group.share.delivery.count.limit", INT, 5, p.integer(2, 10), MEDIUM,
+        "Deliveries of one record to a share group before it is archived instead of delivered again (a poison "
+        "record stops coming back).")
+    group_share_partition_max_record_locks: int = define(
+        "group.share.partition.max.record.locks", INT, 2_000, p.integer(100, 10_000), MEDIUM,
+        "In-flight records (acquired or waiting to be delivered again) one share group may have on one "
+        "partition; past it, share fetches wait for acknowledgements.")
     offsets_topic_num_partitions: int = define("offsets.topic.num.partitions", INT, 50, p.integer(1), HIGH,
                                                "Partitions of `__consumer_offsets`.")
     offsets_topic_replication_factor: int = define(

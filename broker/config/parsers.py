@@ -53,11 +53,11 @@ def expected(parse: Parser) -> str:
     return getattr(parse, "expected", "a valid value")
 
 
-def integer(minimum: int) -> Parser:
-    @expects(f"an integer >= {minimum}")
+def integer(minimum: int, maximum: int | None = None) -> Parser:
+    @expects(f"an integer >= {minimum}" if maximum is None else f"an integer from {minimum} to {maximum}")
     def parse(text: str) -> int:
         value = int(text.strip())
-        if value < minimum:
+        if value < minimum or (maximum is not None and value > maximum):
             raise ValueError
         return value
 

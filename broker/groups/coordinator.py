@@ -48,6 +48,8 @@ from epoch_broker.broker.groups.offset_metadata_manager import (
 )
 from epoch_broker.broker.groups.runtime import ShardRuntime
 from epoch_broker.broker.groups.shard import GroupCoordinatorShard
+from epoch_broker.broker.groups.share_group import ShareGroup
+from epoch_broker.broker.groups.share_protocol import ShareGroupConfig, ShareHeartbeatRequest, ShareHeartbeatResult
 from epoch_broker.broker.metadata.records import PartitionRecord, RemoveTopicRecord, TopicRecord
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.records import build_batch
@@ -147,6 +149,9 @@ class GroupCoordinator:
             session_timeout_ms=config.group_consumer_session_timeout_ms,
             heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
             assignors=config.group_consumer_assignors)
+        self.share_group_config = ShareGroupConfig(
+            session_timeout_ms=config.group_share_session_timeout_ms,
+            heartbeat_interval_ms=config.group_share_heartbeat_interval_ms, max_size=config.group_share_max_size)
         self.shards: dict[int, GroupCoordinatorShard] = {}  # the partitions led and loaded here
         self.groups: Mapping[str, Group] = _Groups(self)
         self._retention_timer: asyncio.TimerHandle | None = None
@@ -441,6 +446,30 @@ class GroupCoordinator:
             return error, None
         group = self._shard(group_id).groups.group(group_id)
         if not isinstance(group, ConsumerGroup) or group.dead:
+            return ErrorCode.GROUP_ID_NOT_FOUND, None
+        return ErrorCode.NONE, group
+
+    # -- share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe ------------------------------------
+
+    async def share_group_heartbeat(self, request: ShareHeartbeatRequest) -> ShareHeartbeatResult:
+        """Raises KafkaError with the heartbeat's error (and Kafka's message)."""
+        try:
+            await self.ensure_offsets_topic()
+        except KafkaError as e:
+            raise KafkaError(str(e), ErrorCode.COORDINATOR_NOT_AVAILABLE) from None
+        error = self.coordinator_error(request.group_id)
+        if error is not ErrorCode.NONE:
+            raise KafkaError(f"this broker does not coordinate group {request.group_id} ({error.name})", error)
+        return await self._shard(request.group_id).groups.share_group_heartbeat(request)
+
+    def describe_share_group(self, group_id: str) -> tuple[ErrorCode, ShareGroup | None]:
+        """(NONE, the group), or the coordinator's error, or GROUP_ID_NOT_FOUND for an unknown group or one of
+        another type."""
+        error = self.coordinator_error(group_id)
+        if error is not ErrorCode.NONE:
+            return error, None
+        group = self._shard(group_id).groups.group(group_id)
+        if not isinstance(group, ShareGroup) or group.dead:
             return ErrorCode.GROUP_ID_NOT_FOUND, None
         return ErrorCode.NONE, group
 

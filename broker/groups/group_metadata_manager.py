@@ -1,6 +1,7 @@
 """The groups of one `__consumer_offsets` partition, of every type (Kafka's GroupMetadataManager): typed lookup,
-ListGroups and DescribeGroups, the classic membership protocol (in `classic_protocol.py`) and the consumer protocol
-(KIP-848, its decisions in `consumer_protocol.py`), loading.
+ListGroups and DescribeGroups, the classic membership protocol (in `classic_protocol.py`), the consumer protocol
+(KIP-848, its decisions in `consumer_protocol.py`) and the share group protocol (KIP-932, `share_protocol.py`),
+loading.
 
 Rules:
 - One group per id, of one type: `classic_group` / `consumer_group` answer GROUP_ID_NOT_FOUND (KafkaError) for a
@@ -8,8 +9,10 @@ Rules:
   consumer group as Dead, as it describes an unknown one. Kafka 4.0's online migration, part one: an EMPTY group
   of one type (say, a classic group left with only its committed offsets) joined with the other protocol is
   converted: its tombstones are written and a group of the new type starts, keeping the offsets. Classic members
-  inside a consumer group (the other part) are not supported.
-- A consumer-protocol heartbeat's decisions are records, replayed into the group as they are made and appended
+  inside a consumer group (the other part) are not supported. A share group is never converted, nor made from
+  another type: a share heartbeat to another type's id, or another protocol to a share group's id, is
+  GROUP_ID_NOT_FOUND, as Kafka.
+- A consumer-protocol or share heartbeat's decisions are records, replayed into the group as they are made and appended
   in one batch; the answer waits for their replication. Records decided by a timer (session or rebalance timeout)
   are appended the same way, by a write nobody waits for.
 - A group is created by its first JoinGroup, or as a simple group by the first offset commit without a
@@ -38,10 +41,14 @@ from epoch_broker.broker.groups.consumer_group import (
 from epoch_broker.broker.groups.consumer_protocol import ConsumerGroupProtocol, HeartbeatRequest, HeartbeatResult
 from epoch_broker.broker.groups.group import Group
 from epoch_broker.broker.groups.runtime import ShardRuntime
+from epoch_broker.broker.groups.share_group import ShareGroup, ShareGroupRecord
+from epoch_broker.broker.groups.share_group import decode_record as decode_share_record
+from epoch_broker.broker.groups.share_group import encode_record as encode_share_record
+from epoch_broker.broker.groups.share_protocol import ShareGroupProtocol, ShareHeartbeatRequest, ShareHeartbeatResult
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
-G = TypeVar("G", ClassicGroup, ConsumerGroup)
+G = TypeVar("G", ClassicGroup, ConsumerGroup, ShareGroup)
 
 
 class GroupIdNotFound(KafkaError):
@@ -57,6 +64,8 @@ class GroupMetadataManager:
         self.classic = ClassicGroupProtocol(runtime, self)
         self.consumer = ConsumerGroupProtocol(runtime.consumer_group_config, runtime.topics, runtime.now_ms,
                                               self._write_decided)
+        self.share = ShareGroupProtocol(runtime.share_group_config, runtime.topics, runtime.now_ms,
+                                        self._write_share_decided)
 
     # -- lookup ----------------------------------------------------------------------------------------------
 
@@ -73,9 +82,15 @@ class GroupMetadataManager:
         missing. Raises GroupIdNotFound for a classic group that has members."""
         return self._typed_group(group_id, ConsumerGroup, create_if_missing)
 
+    def share_group(self, group_id: str, create_if_missing: bool = False) -> ShareGroup | None:
+        """The share group of that id, made if missing and `create_if_missing` (a member joins); None if missing.
+        Raises GroupIdNotFound for a group of another type."""
+        return self._typed_group(group_id, ShareGroup, create_if_missing)
+
     def _typed_group(self, group_id: str, kind: type[G], create_if_missing: bool) -> G | None:
         group = self.groups.get(group_id)
-        if group is not None and not isinstance(group, kind) and create_if_missing and group.is_empty():
+        if (group is not None and not isinstance(group, kind) and create_if_missing and group.is_empty()
+                and ShareGroup not in (kind, type(group))):
             self._convert(group, kind.type)
             group = None
         if group is None:
@@ -125,6 +140,35 @@ class GroupMetadataManager:
             await written
         return result
 
+    # -- the share group protocol ----------------------------------------------------------------------------
+
+    async def share_group_heartbeat(self, request: ShareHeartbeatRequest) -> ShareHeartbeatResult:
+        """Raises KafkaError with the heartbeat's error; answers once its records are replicated."""
+        self.share.validate(request)
+        group = self.share_group(request.group_id, create_if_missing=request.member_epoch == 0)
+        if group is None:
+            raise GroupIdNotFound(f"Group {request.group_id} not found.")
+        now = self.runtime.now_ms()
+        decided: list[ShareGroupRecord] = []
+
+        def emit(record: ShareGroupRecord) -> None:
+            group.replay(record, now)
+            decided.append(record)
+
+        try:
+            result = self.share.heartbeat(group, request, emit)
+        finally:
+            written = self.runtime.append([encode_share_record(r) for r in decided]) if decided else None
+            if not decided and group.group_epoch == 0 and not group.members:
+                self.groups.pop(group.group_id, None)  # made for this join, which failed: never written
+        if written is not None:
+            await written
+        return result
+
+    def _write_share_decided(self, group: ShareGroup, decided: list[ShareGroupRecord]) -> None:
+        if decided:
+            self.runtime.spawn(self.runtime.append([encode_share_record(r) for r in decided]))
+
     def _write_decided(self, group: ConsumerGroup, decided: list[ConsumerGroupRecord]) -> None:
         if decided:
             self.runtime.spawn(self.runtime.append([encode_record(r) for r in decided]))
@@ -139,6 +183,7 @@ class GroupMetadataManager:
 
     def on_topics_changed(self) -> None:
         self.consumer.on_topics_changed(g for g in self.groups.values() if isinstance(g, ConsumerGroup))
+        self.share.on_topics_changed(g for g in self.groups.values() if isinstance(g, ShareGroup))
 
     def on_offset_commit(self, group: Group, member_id: str) -> None:
         """An OffsetCommit of this member was accepted: a classic member's commit keeps its session alive."""
@@ -178,6 +223,17 @@ class GroupMetadataManager:
         if group.dead:
             del self.groups[key.group]
 
+    def replay_share_group_record(self, key: records.ShareGroupKey, value: bytes | None) -> None:
+        """A ShareGroup* record (key v10-v14) read while loading; the group epoch's tombstone removes the group."""
+        group = self.groups.get(key.group)
+        if not isinstance(group, ShareGroup):
+            if value is None:
+                return
+            group = self.groups[key.group] = ShareGroup(key.group, self.runtime.partition)
+        group.replay(decode_share_record(key, value), self.runtime.now_ms())
+        if group.dead:
+            del self.groups[key.group]
+
     def replay_classic_group(self, group_id: str, value: Any) -> None:
         """A GroupMetadata record: the group as it left it (a later record replaces it), or gone (tombstone)."""
         if value is None:
@@ -196,12 +252,14 @@ class GroupMetadataManager:
                     self.classic.arm_session(group, member)
             elif isinstance(group, ConsumerGroup):
                 self.consumer.on_loaded(group)
+            elif isinstance(group, ShareGroup):
+                self.share.on_loaded(group)
 
     def unload(self) -> None:
         for group in self.groups.values():
             if isinstance(group, ClassicGroup):
                 self.classic.unload(group)
-            elif isinstance(group, ConsumerGroup):
+            elif isinstance(group, ConsumerGroup | ShareGroup):
                 for member in group.members.values():
                     member.cancel_timers()
         self.groups.clear()

@@ -33,13 +33,25 @@ DSL). The key's version names the record type:
                                                              unknown), assigned_partitions[] and
                                                              partitions_pending_revocation[]: topic_id, partitions[]
 
+  Share groups (KIP-932), the same way (keys as Kafka's share group records; Kafka 4.1 dropped the partition
+  metadata record, v9, which is neither written nor read here: the subscribed topics are recomputed on load):
+
+    key v10 ShareGroupMemberMetadataKey               value: rack_id?, client_id, client_host,
+                                                             subscribed_topic_names[]
+    key v11 ShareGroupMetadataKey                     value: epoch int32 (the group epoch)
+    key v12 ShareGroupTargetAssignmentMetadataKey     value: assignment_epoch int32
+    key v13 ShareGroupTargetAssignmentMemberKey       value: topic_partitions[]: topic_id uuid, partitions[]
+    key v14 ShareGroupCurrentMemberAssignmentKey      value: member_epoch, previous_member_epoch int32, state
+                                                             int8, assigned_partitions[]: topic_id, partitions[]
+
 Rules:
 - We write offset keys v1, offset values v3 (with the committed leader epoch, KIP-320), group keys v2 and
   group values v3; we read every version up to those (v4, flexible, is Kafka 3.x+ and not written here).
-- Consumer-group records are written and read at key v3-v8, value v0, as Kafka 4.0 writes them; unknown tagged
+- Consumer-group records are written and read at key v3-v8 (share groups v10-v14), value v0, as Kafka 4.0 writes
+  them; unknown tagged
   fields of a value are kept on the decoded object and written back. `decode_key` returns one frozen key class per
   record type, each with `group` (and `member_id` where Kafka's key has one); `encode_key`/`encode_value`/
-  `decode_value` handle the six consumer-group types uniformly, the value class chosen by the key's type.
+  `decode_value` handle the eleven modern group types uniformly, the value class chosen by the key's type.
 - A null value is a tombstone: the offset, the group or the consumer-group record is deleted, and compaction may
   drop the key. `encode_value` and `decode_value` pass None through.
 - Sans-IO: bytes in, values out.
@@ -202,6 +214,42 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
 )
 CONSUMER_GROUP_VALUE_VERSION = 0
 
+SHARE_GROUP_METADATA_VALUE = Message(
+    "ShareGroupMetadataValue", kind="data", versions="0", flexible="0+",
+    fields=[Field("epoch", "int32", "0+")],
+)
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
+    "ShareGroupTargetAssignmentMetadataValue", kind="data", versions="0", flexible="0+",
+    fields=[Field("assignment_epoch", "int32", "0+")],
+)
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message(
+    "ShareGroupTargetAssignmentMemberValue", kind="data", versions="0", flexible="0+",
+    fields=[
+        Field("topic_partitions", "[]TopicPartition", "0+", fields=[
+            Field("topic_id", "uuid", "0+"),
+            Field("partitions", "[]int32", "0+"),
+        ]),
+    ],
+)
+SHARE_GROUP_MEMBER_METADATA_VALUE = Message(
+    "ShareGroupMemberMetadataValue", kind="data", versions="0", flexible="0+",
+    fields=[
+        Field("rack_id", "string", "0+", nullable="0+"),
+        Field("client_id", "string", "0+"),
+        Field("client_host", "string", "0+"),
+        Field("subscribed_topic_names", "[]string", "0+"),
+    ],
+)
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
+    "ShareGroupCurrentMemberAssignmentValue", kind="data", versions="0", flexible="0+",
+    fields=[
+        Field("member_epoch", "int32", "0+"),
+        Field("previous_member_epoch", "int32", "0+"),
+        Field("state", "int8", "0+"),
+        Field("assigned_partitions", "[]TopicPartitions", "0+", fields=_TOPIC_PARTITIONS),
+    ],
+)
+
 
 def _group_key(name: str, version: int) -> Message:
     return Message(name, kind="data", versions=str(version), flexible="none",
@@ -249,11 +297,47 @@ class ConsumerGroupCurrentMemberAssignmentKey:
 ConsumerGroupKey = (ConsumerGroupMetadataKey | ConsumerGroupPartitionMetadataKey | ConsumerGroupMemberMetadataKey
                     | ConsumerGroupTargetAssignmentMetadataKey | ConsumerGroupTargetAssignmentMemberKey
                     | ConsumerGroupCurrentMemberAssignmentKey)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberMetadataKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMemberKey:
+    group: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupCurrentMemberAssignmentKey:
+    group: str
+    member_id: str
+
+
+ShareGroupKey = (ShareGroupMetadataKey | ShareGroupMemberMetadataKey | ShareGroupTargetAssignmentMetadataKey
+                 | ShareGroupTargetAssignmentMemberKey | ShareGroupCurrentMemberAssignmentKey)
+SHARE_GROUP_KEYS = (ShareGroupMetadataKey, ShareGroupMemberMetadataKey, ShareGroupTargetAssignmentMetadataKey,
+                    ShareGroupTargetAssignmentMemberKey, ShareGroupCurrentMemberAssignmentKey)
+ModernGroupKey = ConsumerGroupKey | ShareGroupKey
 _MEMBER_KEYS = (ConsumerGroupMemberMetadataKey, ConsumerGroupTargetAssignmentMemberKey,
-                ConsumerGroupCurrentMemberAssignmentKey)
+                ConsumerGroupCurrentMemberAssignmentKey, ShareGroupMemberMetadataKey,
+                ShareGroupTargetAssignmentMemberKey, ShareGroupCurrentMemberAssignmentKey)
 
 # key class -> (key version, key message, value message)
-_CONSUMER_GROUP_FORMATS: dict[type, tuple[int, Message, Message]] = {
+_MODERN_GROUP_FORMATS: dict[type, tuple[int, Message, Message]] = {
     ConsumerGroupMetadataKey: (3, _group_key("ConsumerGroupMetadataKey", 3), CONSUMER_GROUP_METADATA_VALUE),
     ConsumerGroupPartitionMetadataKey: (
         4, _group_key("ConsumerGroupPartitionMetadataKey", 4), CONSUMER_GROUP_PARTITION_METADATA_VALUE),
@@ -265,26 +349,35 @@ _CONSUMER_GROUP_FORMATS: dict[type, tuple[int, Message, Message]] = {
         7, _member_key("ConsumerGroupTargetAssignmentMemberKey", 7), CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
     ConsumerGroupCurrentMemberAssignmentKey: (
         8, _member_key("ConsumerGroupCurrentMemberAssignmentKey", 8), CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    ShareGroupMemberMetadataKey: (
+        10, _member_key("ShareGroupMemberMetadataKey", 10), SHARE_GROUP_MEMBER_METADATA_VALUE),
+    ShareGroupMetadataKey: (11, _group_key("ShareGroupMetadataKey", 11), SHARE_GROUP_METADATA_VALUE),
+    ShareGroupTargetAssignmentMetadataKey: (
+        12, _group_key("ShareGroupTargetAssignmentMetadataKey", 12), SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    ShareGroupTargetAssignmentMemberKey: (
+        13, _member_key("ShareGroupTargetAssignmentMemberKey", 13), SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    ShareGroupCurrentMemberAssignmentKey: (
+        14, _member_key("ShareGroupCurrentMemberAssignmentKey", 14), SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
 }
-_CONSUMER_GROUP_KEY_VERSIONS: dict[int, type[Any]] = {
-    version: kind for kind, (version, _, _) in _CONSUMER_GROUP_FORMATS.items()}
+_MODERN_GROUP_KEY_VERSIONS: dict[int, type[Any]] = {
+    version: kind for kind, (version, _, _) in _MODERN_GROUP_FORMATS.items()}
 
 
-def value_message(key: ConsumerGroupKey) -> Message:
-    """The value format of a consumer-group record: build values with its `.cls` (and nested struct classes,
-    e.g. `value_message(key).TopicPartitions`)."""
-    return _CONSUMER_GROUP_FORMATS[type(key)][2]
+def value_message(key: ModernGroupKey) -> Message:
+    """The value format of a consumer or share group record: build values with its `.cls` (and nested struct
+    classes, e.g. `value_message(key).TopicPartitions`)."""
+    return _MODERN_GROUP_FORMATS[type(key)][2]
 
 
-def encode_key(key: ConsumerGroupKey) -> bytes:
-    version, message, _ = _CONSUMER_GROUP_FORMATS[type(key)]
+def encode_key(key: ModernGroupKey) -> bytes:
+    version, message, _ = _MODERN_GROUP_FORMATS[type(key)]
     fields = {"group_id": key.group}
     if isinstance(key, _MEMBER_KEYS):
         fields["member_id"] = key.member_id
     return _versioned(message, message.cls(**fields), version)
 
 
-def encode_value(key: ConsumerGroupKey, value: Any | None) -> bytes | None:
+def encode_value(key: ModernGroupKey, value: Any | None) -> bytes | None:
     """The value of the record type `key` names (None, a tombstone, stays None)."""
     if value is None:
         return None
@@ -294,8 +387,9 @@ def encode_value(key: ConsumerGroupKey, value: Any | None) -> bytes | None:
     return _versioned(message, value, CONSUMER_GROUP_VALUE_VERSION)
 
 
-def decode_value(key: ConsumerGroupKey, buf: bytes | None) -> Any | None:
-    """The value of a consumer-group record, as an instance of `value_message(key).cls`; None for a tombstone."""
+def decode_value(key: ModernGroupKey, buf: bytes | None) -> Any | None:
+    """The value of a consumer or share group record, as an instance of `value_message(key).cls`; None for a
+    tombstone."""
     if buf is None:
         return None
     message = value_message(key)
@@ -328,16 +422,16 @@ def group_value(value: Any) -> bytes:
     return _versioned(GROUP_METADATA_VALUE, value, GROUP_METADATA_VALUE_VERSION)
 
 
-def decode_key(buf: bytes) -> OffsetKey | GroupKey | ConsumerGroupKey:
+def decode_key(buf: bytes) -> OffsetKey | GroupKey | ModernGroupKey:
     (version,) = _VERSION.unpack_from(buf)
     if version in (0, 1):
         key = OFFSET_COMMIT_KEY.decode_from(buf, version, _VERSION.size)[0]
         return OffsetKey(key.group, key.topic, key.partition)
     if version == GROUP_METADATA_KEY_VERSION:
         return GroupKey(GROUP_METADATA_KEY.decode_from(buf, version, _VERSION.size)[0].group)
-    kind = _CONSUMER_GROUP_KEY_VERSIONS.get(version)
+    kind = _MODERN_GROUP_KEY_VERSIONS.get(version)
     if kind is not None:
-        key = _CONSUMER_GROUP_FORMATS[kind][1].decode_from(buf, version, _VERSION.size)[0]
+        key = _MODERN_GROUP_FORMATS[kind][1].decode_from(buf, version, _VERSION.size)[0]
         return kind(key.group_id, key.member_id) if issubclass(kind, _MEMBER_KEYS) else kind(key.group_id)
     raise DecodeError(f"unknown __consumer_offsets key version {version}")
 

@@ -20,6 +20,7 @@ from epoch_broker.broker.groups.group import Entry
 if TYPE_CHECKING:
     from epoch_broker.broker.groups.consumer_protocol import ConsumerGroupConfig
     from epoch_broker.broker.groups.coordinator import GroupCoordinator
+    from epoch_broker.broker.groups.share_protocol import ShareGroupConfig
 
 
 class ShardRuntime:
@@ -50,6 +51,10 @@ class ShardRuntime:
     @property
     def consumer_group_config(self) -> ConsumerGroupConfig:
         return self._coordinator.consumer_group_config
+
+    @property
+    def share_group_config(self) -> ShareGroupConfig:
+        return self._coordinator.share_group_config
 
     def topic_id(self, topic: str) -> bytes | None:
         state = self._coordinator.broker.metadata.topics_by_name.get(topic)

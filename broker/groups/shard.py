@@ -46,6 +46,8 @@ class GroupCoordinatorShard:
         elif isinstance(decoded, records.GroupKey):
             group_value = None if value is None else records.decode_group_value(value)
             self.groups.replay_classic_group(decoded.group, group_value)
+        elif isinstance(decoded, records.SHARE_GROUP_KEYS):  # a share group's record (KIP-932)
+            self.groups.replay_share_group_record(decoded, value)
         else:  # a consumer group's record (KIP-848)
             self.groups.replay_consumer_group_record(decoded, value)
 

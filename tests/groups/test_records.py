@@ -174,7 +174,7 @@ def group_coordinator_json(name: str) -> dict[str, Any]:
     return json.loads("\n".join(line for line in shown.stdout.splitlines() if not line.lstrip().startswith("//")))
 
 
-DECLARED: list[Message] = [m for fmt in records._CONSUMER_GROUP_FORMATS.values() for m in fmt[1:]]
+DECLARED: list[Message] = [m for fmt in records._MODERN_GROUP_FORMATS.values() for m in fmt[1:]]
 
 
 @pytest.mark.parametrize("message", DECLARED, ids=lambda m: m.name)
