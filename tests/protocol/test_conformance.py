@@ -38,7 +38,9 @@ pytestmark = pytest.mark.skipif(not SPEC_DIR.is_dir(), reason=f"Kafka protocol r
 # APIs declared from apache/kafka's JSON but absent from the reference folder (see each module's docstring).
 # The transaction APIs (24-28, 61, 65, 66) and DescribeLogDirs (35) are checked against apache/kafka's JSON in
 # test_txn_messages.py instead, the KIP-848 APIs (68, 69) in test_kip848_messages.py; the telemetry APIs (71, 72,
-# KIP-714) follow Kafka 3.7+'s JSON, in neither folder.
+# KIP-714) follow Kafka 3.7+'s JSON, in neither folder. The share-group APIs (76-79, 90-92, KIP-932) are in neither
+# folder either (kafka-python vendors none of them): test_share_messages.py checks them against apache/kafka's v0
+# JSON and by bytes built by hand.
 NO_REFERENCE = {24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 27: "WriteTxnMarkers",
                 28: "TxnOffsetCommit", 29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls", 33: "AlterConfigs",
                 35: "DescribeLogDirs", 42: "DeleteGroups", 43: "ElectLeaders", 44: "IncrementalAlterConfigs",
@@ -46,7 +48,9 @@ NO_REFERENCE = {24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 2
                 50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials", 56: "AlterPartition",
                 61: "DescribeProducers", 64: "UnregisterBroker", 65: "DescribeTransactions",
                 66: "ListTransactions", 67: "AllocateProducerIds", 68: "ConsumerGroupHeartbeat",
-                69: "ConsumerGroupDescribe", 71: "GetTelemetrySubscriptions", 72: "PushTelemetry"}
+                69: "ConsumerGroupDescribe", 71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
+                76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge",
+                90: "DescribeShareGroupOffsets", 91: "AlterShareGroupOffsets", 92: "DeleteShareGroupOffsets"}
 # APIs newer than the reference folder (Kafka 4.x), checked against the 4.x JSON kafka-python vendors.
 NEWER_ONLY = {34: "AlterReplicaLogDirs", 48: "DescribeClientQuotas", 49: "AlterClientQuotas", 55: "DescribeQuorum",
               74: "ListConfigResources", 75: "DescribeTopicPartitions"}
