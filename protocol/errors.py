@@ -147,6 +147,7 @@ class ErrorCode(IntEnum):
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
     REBOOTSTRAP_REQUIRED = 129
+    SHARE_SESSION_LIMIT_REACHED = 133  # (130-132 are Kafka Streams groups' KIP-1071 errors, not served here)
 
     @property
     def retriable(self) -> bool:

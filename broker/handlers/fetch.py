@@ -35,7 +35,7 @@ import asyncio
 from typing import Any
 
 from epoch_broker.broker.network.dispatch import RequestContext, handles
-from epoch_broker.broker.replica.partition import FetchResult, Partition
+from epoch_broker.broker.replica.partition import FetchResult, Partition, wait_for_change
 from epoch_broker.broker.replica.replica_manager import ReplicaManager
 from epoch_broker.broker.security.acl import AclOperation, ResourceType
 from epoch_broker.broker.security.authorization import authorized_names, require_cluster_operation
@@ -111,7 +111,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         if total >= request.min_bytes or failed or remaining <= 0 or replicas.stopping:
             break
         waited_from = loop.time()
-        await _wait_for_data([p for _, _, p in entries if p is not None], remaining)
+        await wait_for_change([p for _, _, p in entries if p is not None], remaining)
         context.remote_s += loop.time() - waited_from
     if (metrics := broker.metrics) is not None:
         for topic in topics:
@@ -162,16 +162,6 @@ def _fill(response: Any, result: FetchResult, partition: Partition) -> None:
     if result.diverging_epoch is not None:
         response.diverging_epoch = EpochEndOffset(epoch=result.diverging_epoch[0], end_offset=result.diverging_epoch[1])
 
-
-async def _wait_for_data(partitions: list[Partition], timeout_s: float) -> None:
-    future = asyncio.get_running_loop().create_future()
-    for partition in partitions:
-        partition.add_waiter(future)
-    try:
-        await asyncio.wait((future,), timeout=timeout_s)
-    finally:
-        for partition in partitions:
-            partition.remove_waiter(future)
 
 
 def _leader_endpoints(broker: BrokerServices, entries: list, listener: str) -> list:

@@ -48,6 +48,14 @@ Rules:
 - Follower truncation (`truncate_to_epoch_end`): down to min(the leader's end of the answered epoch, our own
   end of it); if we never had the answered epoch (KIP-279) we cut to the end of our largest epoch below it and
   ask again; an undefined answer keeps the log. Never to the high watermark (KIP-101).
+- Share groups (KIP-932): the share-partitions (`share_partition.py`: the in-flight records of one share group
+  here) live on the leader and change only through `share_fetch`, `share_acknowledge` and `share_release_member`,
+  each after the leader check (NOT_LEADER_OR_FOLLOWER off the leader) and after expiring the locks that ran out.
+  A share fetch reads from the share-partition's next fetch offset up to the high watermark and sends the whole
+  batches holding what it acquired. One timer per share-partition expires its locks and wakes waiting fetches;
+  records released or expired wake them too. A log start past the share-partition's start (retention,
+  DeleteRecords) archives what it passed. Leaving leadership drops the share-partitions (their state is not yet
+  persisted: a new leader starts them afresh from `share.auto.offset.reset`).
 - `fault.high.watermark.held`: follower fetches see `follower_high_watermark`, frozen at the value the high
   watermark had when the hold began.
 """
@@ -56,11 +64,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from epoch_broker.broker import events
 from epoch_broker.broker.faults import BrokerFaults
+from epoch_broker.broker.replica.share_partition import AcquiredRecords, SharePartition
 from epoch_broker.protocol.errors import (
     ErrorCode,
     KafkaError,
@@ -68,7 +79,7 @@ from epoch_broker.protocol.errors import (
     UnsupportedCompressionTypeError,
     UnsupportedForMessageFormat,
 )
-from epoch_broker.protocol.records import EndTxnMarker, build_end_txn_marker, iter_batches
+from epoch_broker.protocol.records import LOG_OVERHEAD, EndTxnMarker, build_end_txn_marker, iter_batches
 from epoch_broker.storage.file_records import FileRecords
 from epoch_broker.storage.log import AppendInfo, LogConfig, PartitionLog
 from epoch_broker.storage.producer_state import Verdict
@@ -136,6 +147,43 @@ class FetchResult:
     follower_fetch_recorded: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class ShareSettings:
+    """A share group's settings for its share-partitions (the group.share.* keys; share.auto.offset.reset)."""
+
+    record_lock_duration_ms: int
+    delivery_count_limit: int
+    max_record_locks: int
+    auto_offset_reset: str = "latest"  # where a new share-partition starts: "latest" (high watermark), "earliest"
+
+
+@dataclass(slots=True)
+class ShareFetchResult:
+    """One partition's part of a ShareFetch: the batches holding the acquired records, and the ranges acquired."""
+
+    error: ErrorCode = ErrorCode.NONE
+    records: bytes = b""
+    acquired: tuple[AcquiredRecords, ...] = ()
+
+
+async def wait_for_change(partitions: list[Partition], timeout_s: float) -> None:
+    """A long poll: until one of `partitions` wakes its waiters (an append, a high watermark or leadership move,
+    records released to share groups) or `timeout_s` passes."""
+    future = asyncio.get_running_loop().create_future()
+    for partition in partitions:
+        partition.add_waiter(future)
+    try:
+        await asyncio.wait((future,), timeout=timeout_s)
+    finally:
+        for partition in partitions:
+            partition.remove_waiter(future)
+
+
+def _now_ms() -> int:
+    """The clock of acquisition locks (monotonic: a wall-clock step must not expire or extend them)."""
+    return int(time.monotonic() * 1000)
+
+
 @dataclass(slots=True)
 class OffsetAnswer:
     """ListOffsets for one partition: the offset, the timestamp of its record, and its leader epoch."""
@@ -190,6 +238,8 @@ class Partition:
         self._held_high_watermark: int | None = None
         self._waiters: set[asyncio.Future[None]] = set()
         self._verification_guards: dict[int, VerificationGuard] = {}  # by producer id (KIP-890)
+        self.share_partitions: dict[str, SharePartition] = {}  # by share group id, on the leader (KIP-932)
+        self._share_timers: dict[str, asyncio.TimerHandle] = {}
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, leader={self.leader_id}, epoch={self.leader_epoch})"
@@ -230,6 +280,7 @@ class Partition:
         if leader != self.node_id:
             self.leading_since_epoch = -1
             self._verification_guards.clear()
+            self._drop_share_partitions()
         elif not self.is_leader:
             self.leading_since_epoch = leader_epoch
         self.leader_id, self.leader_epoch, self.partition_epoch = leader, leader_epoch, partition_epoch
@@ -252,6 +303,7 @@ class Partition:
         """The topic was deleted: nobody leads here any more, and every waiter is answered."""
         self.leader_id = -1
         self.leading_since_epoch = -1
+        self._drop_share_partitions()
         self.wake_waiters()
 
     # -- the leader-epoch check (KIP-320, KIP-359) ----------------------------------------------------
@@ -429,6 +481,91 @@ class Partition:
             # the high watermark may have moved with this fetch: answer the new one
             result.high_watermark = self.follower_high_watermark
         return result
+
+    # -- share groups (KIP-932) -----------------------------------------------------------------------
+
+    def share_fetch(self, group_id: str, member_id: str, settings: ShareSettings, max_records: int,
+                    batch_size: int, max_bytes: int) -> ShareFetchResult:
+        """Acquire records of this partition for a share group member: the batches holding them and the
+        acquired ranges (none when nothing is available: the caller may wait on this partition's futures)."""
+        error = self.leader_error(-1)
+        if error != ErrorCode.NONE:
+            return ShareFetchResult(error)
+        share = self.share_partitions.get(group_id)
+        if share is None:
+            start = self.log.log_start_offset if settings.auto_offset_reset == "earliest" else self.log.high_watermark
+            share = self.share_partitions[group_id] = SharePartition(
+                start, settings.record_lock_duration_ms, settings.delivery_count_limit, settings.max_record_locks)
+        now = _now_ms()
+        share.expire_locks(now)
+        if self.log.log_start_offset > share.start_offset:
+            share.log_start_moved(self.log.log_start_offset)
+        fetch_offset = share.next_fetch_offset()
+        if not share.can_acquire_records() or fetch_offset >= self.log.high_watermark or max_records <= 0:
+            return ShareFetchResult()
+        try:
+            read = self.log.read(fetch_offset, max_bytes, self.log.high_watermark, True)
+        except OffsetOutOfRange:
+            return ShareFetchResult()
+        if not read.size:
+            return ShareFetchResult()
+        data = b"".join(os.pread(piece.fd, piece.size, piece.position) for piece in read.slices)
+        spans = [(pos, pos + header.batch_length + LOG_OVERHEAD, header.base_offset,
+                  header.base_offset + header.last_offset_delta) for pos, header in iter_batches(data)]
+        acquired = share.acquire(member_id, fetch_offset, [(base, last) for _, _, base, last in spans], max_records,
+                                 now, batch_size=batch_size if batch_size > 0 else None)
+        self._schedule_share_timer(group_id)
+        if not acquired.records:
+            return ShareFetchResult()
+        sent = spans[acquired.batches]
+        return ShareFetchResult(records=data[sent[0][0]:sent[-1][1]], acquired=acquired.records)
+
+    def share_acknowledge(self, group_id: str, member_id: str,
+                          batches: list[tuple[int, int, list[int]]]) -> ErrorCode:
+        """A member's acknowledgements of records it acquired here (ACCEPT, RELEASE, REJECT, GAP): atomic, the
+        share-partition's error otherwise (INVALID_RECORD_STATE, INVALID_REQUEST)."""
+        error = self.leader_error(-1)
+        if error != ErrorCode.NONE:
+            return error
+        share = self.share_partitions.get(group_id)
+        if share is None:
+            return ErrorCode.INVALID_RECORD_STATE  # nothing was acquired here for this group
+        share.expire_locks(_now_ms())
+        available = share.available_count
+        error = share.acknowledge(member_id, batches)
+        if share.available_count > available:
+            self.wake_waiters()  # released records can go to a waiting member
+        self._schedule_share_timer(group_id)
+        return error
+
+    def share_release_member(self, group_id: str, member_id: str) -> None:
+        """The member's share session closed: what it still holds here becomes available again."""
+        share = self.share_partitions.get(group_id)
+        if share is not None and share.release_member(member_id):
+            self.wake_waiters()
+            self._schedule_share_timer(group_id)
+
+    def _schedule_share_timer(self, group_id: str) -> None:
+        if (timer := self._share_timers.pop(group_id, None)) is not None:
+            timer.cancel()
+        share = self.share_partitions.get(group_id)
+        deadline = None if share is None else share.next_lock_deadline()
+        if deadline is not None:
+            self._share_timers[group_id] = asyncio.get_running_loop().call_later(
+                max(deadline - _now_ms(), 0) / 1000, self._expire_share_locks, group_id)
+
+    def _expire_share_locks(self, group_id: str) -> None:
+        self._share_timers.pop(group_id, None)
+        share = self.share_partitions.get(group_id)
+        if share is not None and share.expire_locks(_now_ms()):
+            self.wake_waiters()
+        self._schedule_share_timer(group_id)
+
+    def _drop_share_partitions(self) -> None:
+        for timer in self._share_timers.values():
+            timer.cancel()
+        self._share_timers.clear()
+        self.share_partitions.clear()
 
     # -- offsets --------------------------------------------------------------------------------------
 
