@@ -42,6 +42,7 @@ from prometheus_client.registry import Collector
 
 from epoch_broker.broker.client_metrics import kafka_uuid_text
 from epoch_broker.broker.groups.consumer_group import ConsumerGroup, ConsumerGroupState
+from epoch_broker.broker.groups.share_group import ShareGroupState
 from epoch_broker.broker.metadata.records import PartitionChangeRecord
 from epoch_broker.broker.reference import table
 from epoch_broker.protocol.errors import ErrorCode
@@ -75,6 +76,7 @@ class MetricSpec:
 
 _TP = ("topic", "partition")
 _GROUP_TP = ("consumergroup", "topic", "partition")
+_SHARE_TP = ("group", "topic", "partition")
 CATALOGUE: tuple[MetricSpec, ...] = (
     # counted where they happen
     MetricSpec("kafka_network_requestmetrics_requests", "counter", ("request", "version"),
@@ -162,7 +164,21 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("kafka_coordinator_group_groupmetadatamanager_numgroups", "gauge", ("state",),
                "Classic groups coordinated here, per state", "GroupMetadataManager NumGroups"),
     MetricSpec("kafka_server_groupcoordinatormetrics_group_count", "gauge", ("protocol",),
-               "Groups coordinated here, per protocol (classic, consumer)", "group-coordinator-metrics group-count"),
+               "Groups coordinated here, per protocol (classic, consumer, share)",
+               "group-coordinator-metrics group-count"),
+    MetricSpec("kafka_server_groupcoordinatormetrics_share_group_count", "gauge", ("state",),
+               "Share groups (KIP-932) coordinated here, per state", "group-coordinator-metrics share-group-count"),
+    MetricSpec("epoch_broker_share_partition_start_offset", "gauge", _SHARE_TP,
+               "A share group's share-partition start offset (SPSO) on each partition led here: every record below "
+               "it is acknowledged or archived"),
+    MetricSpec("epoch_broker_share_partition_end_offset", "gauge", _SHARE_TP,
+               "A share group's share-partition end offset (SPEO) on each partition led here: the offset after its "
+               "last in-flight record"),
+    MetricSpec("kafka_server_sharepartitionmetrics_inflightmessagecount", "gauge", _SHARE_TP,
+               "In-flight records (between SPSO and SPEO) of a share group on each partition led here",
+               "SharePartitionMetrics InFlightMessageCount"),
+    MetricSpec("epoch_broker_share_partition_acquired_records", "gauge", _SHARE_TP,
+               "Records a share group's members hold under an acquisition lock, per partition led here"),
     MetricSpec("kafka_server_groupcoordinatormetrics_consumer_group_count", "gauge", ("state",),
                "Consumer groups (KIP-848) coordinated here, per state",
                "group-coordinator-metrics consumer-group-count"),
@@ -545,6 +561,7 @@ def _broker_families(broker: BrokerServices, connections: int) -> Iterator[Metri
             for replica, lag in partition.follower_lags().items():
                 follower_lag.add_metric([*key, str(replica)], lag)
     yield from (epoch, under, size, end, start, high_watermark, follower_lag)
+    yield from _share_partition_families(led)
     yield from _group_families(broker)
     current = family("kafka_consumergroup_current_offset")
     lag_family = family("kafka_consumergroup_lag")
@@ -563,6 +580,21 @@ def _broker_families(broker: BrokerServices, connections: int) -> Iterator[Metri
     yield pushed
 
 
+def _share_partition_families(led: list[Any]) -> Iterator[Metric]:
+    share_start = family("epoch_broker_share_partition_start_offset")
+    share_end = family("epoch_broker_share_partition_end_offset")
+    in_flight = family("kafka_server_sharepartitionmetrics_inflightmessagecount")
+    acquired = family("epoch_broker_share_partition_acquired_records")
+    for partition in led:
+        for group_id, share in partition.share_partitions.items():
+            key = [group_id, partition.topic, str(partition.index)]
+            share_start.add_metric(key, share.start_offset)
+            share_end.add_metric(key, share.end_offset)
+            in_flight.add_metric(key, share.in_flight_count)
+            acquired.add_metric(key, share.acquired_count)
+    yield from (share_start, share_end, in_flight, acquired)
+
+
 def _group_families(broker: BrokerServices) -> Iterator[Metric]:
     """Groups by type and state (Kafka's NumGroups counts classic groups, `consumer-group-count` consumer groups),
     and each consumer group's epochs."""
@@ -570,6 +602,7 @@ def _group_families(broker: BrokerServices) -> Iterator[Metric]:
     groups = family("kafka_coordinator_group_groupmetadatamanager_numgroups")
     by_type = family("kafka_server_groupcoordinatormetrics_group_count")
     consumer_groups = family("kafka_server_groupcoordinatormetrics_consumer_group_count")
+    share_groups = family("kafka_server_groupcoordinatormetrics_share_group_count")
     group_epoch = family("kafka_server_groupcoordinatormetrics_consumer_group_epoch")
     assignment_epoch = family("kafka_server_groupcoordinatormetrics_consumer_group_assignment_epoch")
     counts: dict[tuple[str, str], int] = {}
@@ -580,19 +613,24 @@ def _group_families(broker: BrokerServices) -> Iterator[Metric]:
             group_epoch.add_metric([group.group_id], group.group_epoch)
             assignment_epoch.add_metric([group.group_id], group.assignment_epoch)
     # every type and consumer group state is shown, at 0 too, as Kafka registers one gauge per state
-    totals = dict.fromkeys(("classic", "consumer"), 0)
+    totals = dict.fromkeys(("classic", "consumer", "share"), 0)
     consumer_states = dict.fromkeys((state.value for state in ConsumerGroupState), 0)
+    share_states = dict.fromkeys((state.value for state in ShareGroupState), 0)
     for (kind, state), count in sorted(counts.items()):
         totals[kind] = totals.get(kind, 0) + count
         if kind == "consumer":
             consumer_states[state] = count
+        elif kind == "share":
+            share_states[state] = count
         else:
             groups.add_metric([state], count)
     for kind, count in totals.items():
         by_type.add_metric([kind], count)
     for state, count in consumer_states.items():
         consumer_groups.add_metric([state], count)
-    yield from (groups, by_type, consumer_groups, group_epoch, assignment_epoch)
+    for state, count in share_states.items():
+        share_groups.add_metric([state], count)
+    yield from (groups, by_type, consumer_groups, share_groups, group_epoch, assignment_epoch)
 
 
 def _controller_families(controller: Controller) -> Iterator[Metric]:

@@ -31,6 +31,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from epoch_broker.broker.client_metrics import kafka_uuid_text
 from epoch_broker.broker.config import BrokerConfig, StartupError, topic_config
 from epoch_broker.broker.groups.consumer_group import ConsumerGroup
+from epoch_broker.broker.groups.share_group import ShareGroup
 from epoch_broker.broker.metrics import ProcessMetrics, consumer_lag
 
 if TYPE_CHECKING:
@@ -170,6 +171,12 @@ def broker_status(broker: BrokerServices, controller: Controller | None) -> dict
                                                  "lag": lag})
     epochs = {(group_id, key): committed.leader_epoch
               for group_id, key, committed in (coordinator.committed_offsets() if coordinator is not None else ())}
+    status["share_partitions"] = [
+        {"group_id": group_id, "topic": partition.topic, "partition": partition.index,
+         "start_offset": share.start_offset, "end_offset": share.end_offset, "in_flight": share.in_flight_count,
+         "acquired": share.acquired_count, "archived": share.archived_total}
+        for partition in broker.replica_manager.partitions.values() if partition.is_leader
+        for group_id, share in sorted(partition.share_partitions.items())]
     for group in coordinator.groups.values() if coordinator is not None else ():
         for entry in offsets.get(group.group_id, []):
             entry["leader_epoch"] = epochs[(group.group_id, (entry["topic"], entry["partition"]))]
@@ -178,6 +185,8 @@ def broker_status(broker: BrokerServices, controller: Controller | None) -> dict
         if isinstance(group, ConsumerGroup):
             assert coordinator is not None
             entry.update(_consumer_group(group, coordinator.consumer_group_config.assignors[0], broker.metadata))
+        elif isinstance(group, ShareGroup):
+            entry.update(_share_group(group, broker.metadata))
         else:
             entry["protocol"] = getattr(group, "protocol_name", None)  # a classic group's assignor
         status["groups"].append(entry)
@@ -192,17 +201,33 @@ def broker_status(broker: BrokerServices, controller: Controller | None) -> dict
     return status
 
 
+def _partitions(assignment: Mapping[bytes, frozenset[int]], metadata: MetadataCache) -> list[dict[str, Any]]:
+    named = []
+    for topic_id, indexes in assignment.items():
+        topic = metadata.topics_by_id.get(topic_id)
+        # a deleted topic's id, still held until the member revokes it: shown as Kafka's text form
+        name = topic.name if topic is not None else base64.urlsafe_b64encode(topic_id).decode().rstrip("=")
+        named.append({"topic": name, "partitions": sorted(indexes)})
+    return sorted(named, key=lambda t: t["topic"])
+
+
+def _share_group(group: ShareGroup, metadata: MetadataCache) -> dict[str, Any]:
+    """A share group's epochs and members (their share-partitions are in `share_partitions`, where led)."""
+    members = [{"member_id": m.member_id, "client_id": m.subscription.client_id,
+                "client_host": m.subscription.client_host, "member_epoch": m.member_epoch, "state": "stable",
+                "subscribed_topic_names": list(m.subscription.subscribed_topic_names),
+                "assigned": _partitions(m.assignment.assigned, metadata), "pending_revocation": [],
+                "target": _partitions(group.target_of(m.member_id), metadata)}
+               for m in sorted(group.members.values(), key=lambda m: m.member_id)]
+    return {"protocol": "simple", "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
+            "member_details": members}
+
+
 def _consumer_group(group: ConsumerGroup, default_assignor: str, metadata: MetadataCache) -> dict[str, Any]:
     """A KIP-848 group's epochs and members, partitions by topic name (the group keeps topic ids)."""
 
     def partitions(assignment: Mapping[bytes, frozenset[int]]) -> list[dict[str, Any]]:
-        named = []
-        for topic_id, indexes in assignment.items():
-            topic = metadata.topics_by_id.get(topic_id)
-            # a deleted topic's id, still held until the member revokes it: shown as Kafka's text form
-            name = topic.name if topic is not None else base64.urlsafe_b64encode(topic_id).decode().rstrip("=")
-            named.append({"topic": name, "partitions": sorted(indexes)})
-        return sorted(named, key=lambda t: t["topic"])
+        return _partitions(assignment, metadata)
 
     members = []
     for member in sorted(group.members.values(), key=lambda m: m.member_id):

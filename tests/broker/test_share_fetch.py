@@ -8,12 +8,16 @@
   acknowledged already (below the share-partition's start) are skipped, and acknowledging records another member
   holds is INVALID_RECORD_STATE, changing nothing.
 - Closing the session releases what the member still holds: another member gets it at once, not after the lock.
+- /metrics and /api/status show each share-partition's start and end offsets and its in-flight records.
 """
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from typing import Any
 
+from epoch_broker import testing
 from epoch_broker.client.aio import KafkaClient
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import share_acknowledge, share_fetch
@@ -84,3 +88,25 @@ async def test_share_sessions_acquisition_and_acknowledgements(client: KafkaClie
     # their second delivery given back on release, this is their second delivery again
     assert acquired(await fetch(client, topic_id, "m2", 2, max_wait_ms=5_000)) == [(2, 3, 2)]
     assert (await fetch(client, topic_id, "m1", 4)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+
+
+async def test_metrics_and_the_status_show_each_share_partitions_offsets_and_in_flight_records(tmp_path: Any) -> None:
+    async with (testing.broker(data_dir=tmp_path, config={"metrics.listener": "http://127.0.0.1:0"}) as started,
+                await KafkaClient.connect(started.bootstrap_servers) as client):
+        await client.negotiate()
+        topic_id = bytes((await create_topic(client, "watched")).topic_id)
+        assert acquired(await fetch(client, topic_id, "m1", 0)) == []
+        await produce_to(client, "watched", batch(b"a", b"b", b"c"))
+        assert acquired(await fetch(client, topic_id, "m1", 1, max_wait_ms=5_000)) == [(0, 2, 1)]
+        await acknowledge(client, topic_id, "m1", 2, [ack(0, 0, ACCEPT)])
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for family in started.server.metrics.families() for s in family.samples}
+        key = (("group", "g"), ("partition", "0"), ("topic", "watched"))
+        assert [samples[(name, key)] for name in (
+            "epoch_broker_share_partition_start_offset", "epoch_broker_share_partition_end_offset",
+            "kafka_server_sharepartitionmetrics_inflightmessagecount",
+            "epoch_broker_share_partition_acquired_records")] == [1, 3, 2, 2]
+        with urllib.request.urlopen(f"{started.metrics_url}/api/status", timeout=10) as answer:
+            status = json.load(answer)
+        assert status["share_partitions"] == [{"group_id": "g", "topic": "watched", "partition": 0, "start_offset": 1,
+                                               "end_offset": 3, "in_flight": 2, "acquired": 2, "archived": 0}]
