@@ -27,8 +27,11 @@ from typing import Any
 from epoch_broker.broker.config import parsers
 from epoch_broker.broker.config.catalogue import (
     CATALOGUE,
+    GROUP_CONFIGS,
+    GROUP_SESSION_HEARTBEAT,
     BrokerSecurityConfigs,
     CleanerConfig,
+    GroupConfigKey,
     GroupCoordinatorConfig,
     KRaftConfigs,
     OperationsConfigs,
@@ -71,8 +74,13 @@ SENSITIVE_KEYS = frozenset(name for key in CATALOGUE if key.sensitive for name i
 # What may follow `listener.name.<listener>.`: a key with a per-listener value (or a mechanism's JAAS config).
 PER_LISTENER_KEYS = frozenset(key.name for key in CATALOGUE if key.per_listener)
 
+# Group config keys (ConfigResource type 32) by name.
+GROUP_CONFIG_KEYS: dict[str, GroupConfigKey] = {key.name: key for key in GROUP_CONFIGS}
+_BROKER_KEYS = {key.name: key for key in CATALOGUE}
+
 # Kafka's ConfigSource codes, as DescribeConfigs and CreateTopics (v5+) report where a value comes from.
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 4, 5
+DYNAMIC_GROUP_CONFIG = 8  # Kafka's GROUP_CONFIG: a key set for the group
 
 
 @dataclass(frozen=True)
@@ -289,3 +297,38 @@ def topic_config(config: BrokerConfig, overrides: dict[str, str]) -> dict[str, A
         name: key.parse(overrides[name]) if name in overrides else getattr(config, key.attr)
         for name, key in config.topic_configs.items()
     }
+
+
+def group_config_value(config: BrokerConfig, configs: Mapping[str, str], name: str) -> str:
+    """A group config's value as text: the group's (`configs`), else its default: the broker key backing it (as
+    Kafka's GroupCoordinatorConfig.extractGroupConfigMap), else its own."""
+    if name in configs:
+        return configs[name]
+    key = GROUP_CONFIG_KEYS[name]
+    return render_value(getattr(config, _BROKER_KEYS[key.broker].attr)) if key.broker else key.default
+
+
+def validate_group_configs(config: BrokerConfig, configs: Mapping[str, str]) -> str | None:
+    """Why a group cannot have these configs (its whole set), in Kafka's words (GroupConfig.validate), or None.
+    Checked in Kafka's order: the names, each value alone, each value within what its broker key takes (Kafka
+    bounds it by the broker's `group.*.min.*` / `group.*.max.*` keys, which this broker does not have), then each
+    session timeout above its heartbeat interval, the broker's values standing in for keys the group has not set."""
+    for name in configs:
+        if name not in GROUP_CONFIG_KEYS:
+            return f"Unknown group config name: {name}"
+    for name, text in configs.items():
+        try:
+            GROUP_CONFIG_KEYS[name].parse(text)
+        except ValueError as exc:
+            return f"Invalid value {text} for configuration {name}: {exc}"
+    for name, text in configs.items():
+        if broker := GROUP_CONFIG_KEYS[name].broker:
+            parse = _BROKER_KEYS[broker].parse
+            try:
+                parse(text)
+            except ValueError:
+                return f"{name} must be {parsers.expected(parse)}, as {broker} is"
+    for session, heartbeat in GROUP_SESSION_HEARTBEAT:
+        if int(group_config_value(config, configs, session)) <= int(group_config_value(config, configs, heartbeat)):
+            return f"{session} must be greater than {heartbeat}"
+    return None

@@ -452,6 +452,71 @@ def _keys(group: type[Any]) -> tuple[ConfigKey, ...]:
 CATALOGUE: tuple[ConfigKey, ...] = tuple(key for group in GROUPS for key in _keys(group))
 
 
+@dataclass(frozen=True, slots=True)
+class GroupConfigKey:
+    """A group config (Kafka's GroupConfig): a key set per group id, ConfigResource type GROUP (32)."""
+
+    name: str
+    type: ConfigType
+    parse: p.Parser  # Kafka's check of the value alone: its ConfigDef type and validator
+    doc: str
+    broker: str = ""  # the broker key whose value is the default, and whose valid values bound this key's
+    default: str = ""  # the default of a key no broker key backs
+
+
+GROUP_CONFIGS_TITLE = "Group configs"
+# Kafka 4.2's GroupConfig keys for the group types this broker serves (consumer and share groups); its streams.*
+# and share.renew.acknowledge.enable keys are left out (no streams groups, no ShareFetch v2 renewals here).
+GROUP_CONFIGS: tuple[GroupConfigKey, ...] = (
+    GroupConfigKey("consumer.session.timeout.ms", INT, p.integer(1),
+                   "The group's own `group.consumer.session.timeout.ms` (KIP-848 consumer groups).",
+                   broker="group.consumer.session.timeout.ms"),
+    GroupConfigKey("consumer.heartbeat.interval.ms", INT, p.integer(1),
+                   "The group's own `group.consumer.heartbeat.interval.ms`.",
+                   broker="group.consumer.heartbeat.interval.ms"),
+    GroupConfigKey("share.session.timeout.ms", INT, p.integer(1),
+                   "The share group's own `group.share.session.timeout.ms`.", broker="group.share.session.timeout.ms"),
+    GroupConfigKey("share.heartbeat.interval.ms", INT, p.integer(1),
+                   "The share group's own `group.share.heartbeat.interval.ms`.",
+                   broker="group.share.heartbeat.interval.ms"),
+    GroupConfigKey("share.record.lock.duration.ms", INT, p.integer(1_000),
+                   "The share group's own `group.share.record.lock.duration.ms`.",
+                   broker="group.share.record.lock.duration.ms"),
+    GroupConfigKey("share.delivery.count.limit", INT, p.integer(2),
+                   "The share group's own `group.share.delivery.count.limit`.",
+                   broker="group.share.delivery.count.limit"),
+    GroupConfigKey("share.partition.max.record.locks", INT, p.integer(100),
+                   "The share group's own `group.share.partition.max.record.locks`.",
+                   broker="group.share.partition.max.record.locks"),
+    GroupConfigKey("share.auto.offset.reset", STRING, p.share_auto_offset_reset,
+                   "Where a share-partition starts when the share group first reads it: `latest` (the log end), "
+                   "`earliest` (the log start), or `by_duration:<duration>` (the first record written within that "
+                   "ISO-8601 duration before now, e.g. `by_duration:PT1H`).", default="latest"),
+    GroupConfigKey("share.isolation.level", STRING, p.choice("read_committed", "read_uncommitted"),
+                   "`read_committed`: the share group is given committed transactional records only; "
+                   "`read_uncommitted`: every record, aborted ones too.", default="read_uncommitted"),
+)
+# (session timeout, heartbeat interval): the first must stay above the second, each the group's or the broker's
+GROUP_SESSION_HEARTBEAT = (("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
+                           ("share.session.timeout.ms", "share.heartbeat.interval.ms"))
+
+
+def _group_config_section() -> str:
+    rows = [(f"`{key.name}`", key.type.name, p.expected(key.parse),
+             f"`{key.broker}`" if key.broker else key.default, key.doc) for key in GROUP_CONFIGS]
+    return f"""## {GROUP_CONFIGS_TITLE}
+
+Set per group id, before or while its members are there: IncrementalAlterConfigs on a GROUP resource (type 32;
+SET, DELETE), as `kafka-configs --entity-type groups` or an AdminClient's `incremental_alter_configs` send it,
+through the controller; every broker has the change at once. Unset, a key is the broker key named as its default.
+A key not listed or a bad value is refused with INVALID_CONFIG and nothing changes; so is a value outside what its
+broker key takes (Kafka bounds these by its `group.*.min.*` and `group.*.max.*` keys, which this broker does not
+have), or a session timeout not above its heartbeat interval. Not yet read by the group coordinator nor by share
+fetches (issue 34 wires them): until then a group runs with the broker keys whatever it has set.
+
+{table(("key", "type", "valid values", "default", "doc"), rows)}"""
+
+
 def default_text(key: ConfigKey) -> str:
     """A key's default as the reference page shows it."""
     if key.default is None:
@@ -510,9 +575,11 @@ Every key the broker accepts, with its type, default and meaning, grouped by con
   and DELETE, APPEND and SUBTRACT on a list key such as `cleanup.policy`; AlterConfigs), through the controller;
   every broker applies a change at once. A topic without its own value takes the broker key named as its
   synonym. An unknown topic key or a bad value is refused with INVALID_CONFIG and nothing changes.
+- **Group keys** are set per group id at run time: [{GROUP_CONFIGS_TITLE}]({anchor(GROUP_CONFIGS_TITLE)}).
 - The `fault.*` hooks, which a broker started with `fault.hooks.enable=true` takes at run time, are in
   [faults.md](faults.md).
 
 {contents}
+- [{GROUP_CONFIGS_TITLE}]({anchor(GROUP_CONFIGS_TITLE)})
 
-""" + "\n\n".join(sections)
+""" + "\n\n".join([*sections, _group_config_section()])

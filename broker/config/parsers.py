@@ -56,9 +56,15 @@ def expected(parse: Parser) -> str:
 def integer(minimum: int, maximum: int | None = None) -> Parser:
     @expects(f"an integer >= {minimum}" if maximum is None else f"an integer from {minimum} to {maximum}")
     def parse(text: str) -> int:
-        value = int(text.strip())
-        if value < minimum or (maximum is not None and value > maximum):
-            raise ValueError
+        # the reasons as Kafka's ConfigDef gives them (a group config's INVALID_CONFIG message quotes them)
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError("Not a number of type INT") from None
+        if value < minimum:
+            raise ValueError(f"Value must be at least {minimum}")
+        if maximum is not None and value > maximum:
+            raise ValueError(f"Value must be no more than {maximum}")
         return value
 
     return parse
@@ -88,10 +94,49 @@ def choice(*allowed: str) -> Parser:
     @expects("one of " + ", ".join(allowed))
     def parse(text: str) -> str:
         if text.strip() not in allowed:
-            raise ValueError
+            raise ValueError("String must be one of: " + ", ".join(allowed))  # Kafka's ValidString reason
         return text.strip()
 
     return parse
+
+
+# java.time.Duration.parse's ISO-8601 form, PnDTnHnMn.nS: days and the time part, each part signed, case-insensitive
+_ISO_DURATION = re.compile(r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
+                           r"(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?", re.IGNORECASE)
+
+
+def iso_duration_ms(text: str) -> int:
+    """An ISO-8601 duration (`P1D`, `PT1H30M`, `PT0.5S`) in milliseconds, as java.time.Duration.parse reads it:
+    at least one part, none after a `T` missing; ValueError otherwise."""
+    match = _ISO_DURATION.fullmatch(text)
+    if match is None or match.group(3) == "T" or not any(match.group(i) for i in (2, 4, 5, 6)):
+        raise ValueError(f"not an ISO-8601 duration: {text}")
+    sign, days, _, hours, minutes, seconds, fraction = match.groups()
+    whole = int(seconds or 0)
+    millis = int((fraction or "").ljust(3, "0")[:3]) * (-1 if whole < 0 or (seconds or "").startswith("-") else 1)
+    total = (((int(days or 0) * 24 + int(hours or 0)) * 60 + int(minutes or 0)) * 60 + whole) * 1000 + millis
+    return -total if sign == "-" else total
+
+
+SHARE_AUTO_OFFSET_RESET = ("latest", "earliest")
+BY_DURATION = "by_duration:"
+
+
+@expects("latest, earliest or by_duration:<ISO-8601 duration, not negative>")
+def share_auto_offset_reset(text: str) -> str:
+    """Kafka's ShareGroupAutoOffsetResetStrategy: `latest`, `earliest` or `by_duration:<duration>`, a duration
+    not negative (the share-partition starts at the first record that recent)."""
+    value = text.strip()
+    if value in SHARE_AUTO_OFFSET_RESET:
+        return value
+    try:
+        valid = value.startswith(BY_DURATION) and iso_duration_ms(value[len(BY_DURATION):]) >= 0
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ValueError(f"Invalid value `{value}` for configuration share.auto.offset.reset. The value must be "
+                         "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'.")  # Kafka's
+    return value
 
 
 @expects("true or false")

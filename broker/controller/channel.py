@@ -52,6 +52,10 @@ class ControllerChannel(Protocol):
                                            validate_only: bool) -> tuple[ErrorCode, str | None]:
         """The same for a client-metrics resource (KIP-714 subscription `name`)."""
 
+    async def alter_group_configs(self, group_id: str, changes: Mapping[str, TopicConfigChange],
+                                  validate_only: bool) -> tuple[ErrorCode, str | None]:
+        """The same for a group config resource (the group id's configs)."""
+
     async def create_acls(self, bindings: list[AclBinding]) -> list[tuple[ErrorCode, str | None]]:
         """One result per binding; returns once this broker's metadata has the created ones."""
 
@@ -129,6 +133,10 @@ class EmbeddedChannel:
     async def alter_client_metrics_configs(self, name: str, changes: Mapping[str, TopicConfigChange],
                                            validate_only: bool) -> tuple[ErrorCode, str | None]:
         return self.controller.alter_client_metrics_configs(name, changes, validate_only)
+
+    async def alter_group_configs(self, group_id: str, changes: Mapping[str, TopicConfigChange],
+                                  validate_only: bool) -> tuple[ErrorCode, str | None]:
+        return self.controller.alter_group_configs(group_id, changes, validate_only)
 
     async def create_acls(self, bindings: list[AclBinding]) -> list[tuple[ErrorCode, str | None]]:
         return self.controller.create_acls(bindings)

@@ -13,6 +13,10 @@ Rules:
   values checked as Kafka's ClientMetricsConfigs does (a list change starts from its value, else empty; only
   `metrics` and `match` are lists); its ClientMetricsConfigRecord holds its whole config set, empty when the
   last key is deleted (the subscription is gone).
+- A group config resource (ConfigResource type 32, a group id) is changed the same way, its whole resulting set
+  checked as Kafka's GroupConfig.validate does (config/`validate_group_configs`; no key is a list, so APPEND and
+  SUBTRACT are INVALID_CONFIG, and an empty group id INVALID_REQUEST, as Kafka's controller answers); its
+  GroupConfigRecord holds its whole set, empty when the last key is deleted. The group need not exist.
 - A broker's own configs (its properties, the fault hooks) are its process's, not metadata.
 """
 
@@ -28,11 +32,12 @@ from epoch_broker.broker.config import (
     ConfigType,
     render_value,
     topic_config,
+    validate_group_configs,
     validate_topic_configs,
 )
 from epoch_broker.broker.controller.controller_result import ControllerResult
 from epoch_broker.broker.metadata.image import MetadataCache, TopicState
-from epoch_broker.broker.metadata.records import ClientMetricsConfigRecord, TopicConfigRecord
+from epoch_broker.broker.metadata.records import ClientMetricsConfigRecord, GroupConfigRecord, TopicConfigRecord
 from epoch_broker.protocol.errors import ErrorCode
 
 
@@ -119,3 +124,24 @@ class ConfigurationControlManager:
             return ControllerResult([], (ErrorCode.NONE, None))
         return ControllerResult([ClientMetricsConfigRecord(name, configs)], (ErrorCode.NONE, None),
                                 (f"client metrics {name} configs now {configs}",))
+
+    def alter_group_configs(self, group_id: str, changes: Mapping[str, TopicConfigChange],
+                            validate_only: bool) -> ControllerResult[tuple[ErrorCode, str | None]]:
+        """Set or delete a group's configs, as one GroupConfigRecord."""
+        if not group_id:
+            return ControllerResult([], (ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."))
+        values: dict[str, str | None] = {}
+        for key, change in changes.items():
+            if isinstance(change, ListChange):
+                return ControllerResult([], (ErrorCode.INVALID_CONFIG,
+                                             f"can't {change.operation} to key {key} because its type is not LIST"))
+            values[key] = change
+        current = self.image.group_configs.get(group_id, {})
+        configs = {k: v for k, v in {**current, **values}.items() if v is not None}
+        problem = validate_group_configs(self.config, configs)
+        if problem is not None:
+            return ControllerResult([], (ErrorCode.INVALID_CONFIG, problem))
+        if validate_only or configs == current:
+            return ControllerResult([], (ErrorCode.NONE, None))
+        return ControllerResult([GroupConfigRecord(group_id, configs)], (ErrorCode.NONE, None),
+                                (f"group {group_id} configs now {configs}",))

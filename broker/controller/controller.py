@@ -316,6 +316,10 @@ class Controller:
                                      validate_only: bool) -> tuple[ErrorCode, str | None]:
         return self._replay(self.configs.alter_client_metrics_configs(name, changes, validate_only))
 
+    def alter_group_configs(self, group_id: str, changes: Mapping[str, TopicConfigChange],
+                            validate_only: bool) -> tuple[ErrorCode, str | None]:
+        return self._replay(self.configs.alter_group_configs(group_id, changes, validate_only))
+
     # -- ACLs, SCRAM credentials, producer ids ------------------------------------------------------
 
     def create_acls(self, bindings: list[AclBinding]) -> list[tuple[ErrorCode, str | None]]:

@@ -439,6 +439,18 @@ class RemoteChannel:
             await self._until(applied, f"the configs of client metrics {name}")
         return error, result.error_message
 
+    async def alter_group_configs(self, group_id: str, changes: Mapping[str, TopicConfigChange],
+                                  validate_only: bool) -> tuple[ErrorCode, str | None]:
+        request = _alter_configs_request(incremental_alter_configs.GROUP_RESOURCE, group_id, changes, validate_only)
+        (result,) = (await self._write(incremental_alter_configs.API, request)).responses
+        error = ErrorCode(result.error_code)
+        if error == ErrorCode.NONE and not validate_only:
+            groups = self.metadata.group_configs
+            # group keys are never lists: the controller refuses APPEND and SUBTRACT
+            await self._until(lambda: all(groups.get(group_id, {}).get(key) == change
+                                          for key, change in changes.items()), f"the configs of group {group_id}")
+        return error, result.error_message
+
     async def create_acls(self, bindings: list[AclBinding]) -> list[tuple[ErrorCode, str | None]]:
         response = await self._write(create_acls.API, create_acls.REQUEST.cls(
             creations=[wire.creation_of(binding) for binding in bindings]))

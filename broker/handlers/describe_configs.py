@@ -1,4 +1,4 @@
-"""DescribeConfigs · v0-4 · the settings of a topic or of this broker.
+"""DescribeConfigs · v0-4 · the settings of a topic, of this broker, of a client-metrics resource or of a group.
 
 Behaviour: needs DESCRIBE_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or, for a broker, on the cluster
 (else CLUSTER_AUTHORIZATION_FAILED), checked per resource before anything else; a refused resource is answered
@@ -10,6 +10,10 @@ default, else DEFAULT_CONFIG), and the fault hooks in force (`fault.*`, set with
 DYNAMIC_BROKER_CONFIG, as Kafka reports dynamic broker configs). configuration_keys narrows the list. Other
 resource types: INVALID_REQUEST. Type 16 (client metrics, KIP-714, on the cluster's DESCRIBE_CONFIGS): the
 subscription's keys as set (CLIENT_METRICS_CONFIG, read_only false), none for an unknown name, as Kafka answers.
+Type 32 (group, on the group's DESCRIBE_CONFIGS, else GROUP_AUTHORIZATION_FAILED): every group key, as Kafka
+4.x's ConfigHelper answers a group: a key the group has set with source DYNAMIC_GROUP_CONFIG (8), the others with
+their default (the broker key backing it, e.g. group.share.session.timeout.ms's value, or the key's own) as
+DEFAULT_CONFIG; read_only false; any group id, known or not; an empty one is INVALID_REQUEST.
 Version notes: v1+ config_source, and with include_synonyms every source of the value in Kafka's order of
 precedence: the topic's override, the broker key (log.retention.ms for retention.ms) if set, its default. v3+
 config_type (the key's type in the catalogue, broker/config/catalogue.py, Kafka's: LONG retention.ms, INT
@@ -30,15 +34,17 @@ from typing import Any
 from epoch_broker.broker.config import (
     DEFAULT_CONFIG,
     DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_GROUP_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
     STATIC_BROKER_CONFIG,
     BrokerConfig,
     ConfigKey,
     ConfigType,
+    group_config_value,
     render_value,
     topic_config,
 )
-from epoch_broker.broker.config.catalogue import CATALOGUE
+from epoch_broker.broker.config.catalogue import CATALOGUE, GROUP_CONFIGS
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.security.acl import AclOperation
 from epoch_broker.broker.security.authorization import config_resource_refusal
@@ -51,7 +57,7 @@ Result = describe_configs.RESPONSE.DescribeConfigsResult
 ConfigEntry = describe_configs.RESPONSE.DescribeConfigsResourceResult
 Synonym = describe_configs.RESPONSE.DescribeConfigsSynonym
 
-TOPIC, BROKER, CLIENT_METRICS = 2, 4, 16
+TOPIC, BROKER, CLIENT_METRICS, GROUP = 2, 4, 16, 32
 CLIENT_METRICS_CONFIG = 7  # Kafka's ConfigSource of a client-metrics resource's keys (KIP-714)
 CLIENT_METRICS_TYPES = {"metrics": ConfigType.LIST, "interval.ms": ConfigType.INT, "match": ConfigType.LIST}
 DEFAULTS = BrokerConfig()
@@ -95,6 +101,11 @@ def _describe(context: RequestContext[BrokerServices], resource: Any, request_sy
         entries = [(name, value, CLIENT_METRICS_TYPES.get(name, ConfigType.STRING), False,
                     [(name, value, CLIENT_METRICS_CONFIG)])
                    for name, value in sorted(broker.metadata.client_metrics.get(resource.resource_name, {}).items())]
+    elif resource.resource_type == GROUP and resource.resource_name:
+        group = broker.metadata.group_configs.get(resource.resource_name, {})
+        entries = [(key.name, value, key.type, False,
+                    [(key.name, value, DYNAMIC_GROUP_CONFIG if key.name in group else DEFAULT_CONFIG)])
+                   for key in GROUP_CONFIGS for value in [group_config_value(broker.config, group, key.name)]]
     else:
         result.error_code = ErrorCode.INVALID_REQUEST
         result.error_message = f"cannot describe resource type {resource.resource_type} {resource.resource_name!r}"

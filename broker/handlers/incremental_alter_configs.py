@@ -1,4 +1,5 @@
-"""IncrementalAlterConfigs · v0-1 · topic configs, client-metrics subscriptions, this process's fault hooks.
+"""IncrementalAlterConfigs · v0-1 · topic configs, client-metrics subscriptions, group configs, this process's
+fault hooks.
 
 Behaviour: needs ALTER_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED) or, for a broker, on the cluster
 (else CLUSTER_AUTHORIZATION_FAILED), checked per resource before anything else; a resource setting or clearing a
@@ -14,6 +15,9 @@ Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; an unknown key or a bad value: INVALI
 Resource type 16 (client metrics, KIP-714): a subscription named by the resource (`metrics`, `interval.ms`,
 `match`, checked as Kafka's ClientMetricsConfigs: broker/client_metrics.py), the same four operations, through the
 controller as one ClientMetricsConfigRecord; deleting its last key removes the subscription.
+Resource type 32 (group, needs ALTER_CONFIGS on the group, else GROUP_AUTHORIZATION_FAILED): the group id's
+configs (Kafka's GroupConfig keys: broker/config/catalogue.py's GROUP_CONFIGS, checked as a whole set as Kafka's
+GroupConfig.validate), SET and DELETE, through the controller as one GroupConfigRecord; the group need not exist.
 Resource type 4 (broker) named by this node id (or "" for any): every `fault.*` key of the catalogue; SET sets it,
 DELETE clears it (a flag goes back to false, a request rule is removed). `fault.power.loss` (SET, any value) cuts
 every log back to its recovery point, the offset up to which it was fsynced, and exits at once with status 137
@@ -43,6 +47,7 @@ Result = incremental_alter_configs.RESPONSE.AlterConfigsResourceResponse
 
 TOPIC_RESOURCE, BROKER_RESOURCE = incremental_alter_configs.TOPIC_RESOURCE, incremental_alter_configs.BROKER_RESOURCE
 CLIENT_METRICS_RESOURCE = incremental_alter_configs.CLIENT_METRICS_RESOURCE
+GROUP_RESOURCE = incremental_alter_configs.GROUP_RESOURCE
 SET, DELETE = incremental_alter_configs.SET, incremental_alter_configs.DELETE
 APPEND, SUBTRACT = incremental_alter_configs.APPEND, incremental_alter_configs.SUBTRACT
 FAULT_KEY_PREFIX = "fault."
@@ -72,6 +77,10 @@ async def _alter(context: RequestContext[Services], resource: Any, validate_only
             return result
         if resource.resource_type == CLIENT_METRICS_RESOURCE:
             result.error_code, result.error_message = await services.channel.alter_client_metrics_configs(
+                resource.resource_name, _topic_changes(resource), validate_only)
+            return result
+        if resource.resource_type == GROUP_RESOURCE:
+            result.error_code, result.error_message = await services.channel.alter_group_configs(
                 resource.resource_name, _topic_changes(resource), validate_only)
             return result
         changes = _validate(services, resource)

@@ -24,6 +24,7 @@ from epoch_broker.broker.metadata.records import (
     ClientMetricsConfigRecord,
     ClientQuotaRecord,
     ClusterRecord,
+    GroupConfigRecord,
     PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
@@ -84,6 +85,7 @@ class MetadataCache:
         self.topics_by_id: dict[bytes, TopicState] = {}
         self.next_producer_id = 0
         self.client_metrics: dict[str, dict[str, str]] = {}  # KIP-714 subscriptions: name -> its configs
+        self.group_configs: dict[str, dict[str, str]] = {}  # group config resources: group id -> the keys set
         self.client_quotas: dict[QuotaEntity, dict[str, float]] = {}  # KIP-546: entity -> quota key -> value
 
     def rebuild(self, records: list[Any]) -> None:
@@ -135,6 +137,11 @@ class MetadataCache:
                     self.client_metrics[record.name] = dict(record.configs)
                 else:
                     self.client_metrics.pop(record.name, None)
+            case GroupConfigRecord():
+                if record.configs:
+                    self.group_configs[record.group_id] = dict(record.configs)
+                else:
+                    self.group_configs.pop(record.group_id, None)
             case RegisterBrokerRecord():
                 self.brokers[record.node_id] = record
                 self.fenced_brokers.discard(record.node_id)
@@ -203,6 +210,12 @@ class MetadataCache:
         for topic in self.topics_by_id.values():
             for index in sorted(topic.partitions):
                 yield topic, topic.partitions[index]
+
+    def group_config(self, group_id: str, key: str) -> str | None:
+        """The value of group config `key` (e.g. `share.auto.offset.reset`) set for the group, as text; None when
+        the group has not set it: its default applies (broker/config's `group_config_value`)."""
+        configs = self.group_configs.get(group_id)
+        return None if configs is None else configs.get(key)
 
     def partition(self, topic: str, index: int) -> PartitionState | None:
         state = self.topics_by_name.get(topic)

@@ -126,6 +126,15 @@ class ClientMetricsConfigRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupConfigRecord:
+    """A group config resource's whole config set (Kafka's ConfigRecord of resource type GROUP: the keys set for
+    group id `group_id`, broker/config/catalogue.py's GROUP_CONFIGS); empty: the group has none set any more."""
+
+    group_id: str
+    configs: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
 class ProducerIdsRecord:
     """A block of producer ids handed to a broker: ids below next_producer_id are taken, forever."""
 
@@ -190,6 +199,7 @@ RECORD_TYPES: dict[str, type] = {
         RemoveTopicRecord,
         TopicConfigRecord,
         ClientMetricsConfigRecord,
+        GroupConfigRecord,
         ProducerIdsRecord,
         AccessControlEntryRecord,
         RemoveAccessControlEntryRecord,

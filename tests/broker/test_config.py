@@ -22,7 +22,13 @@ from epoch_broker.broker.config import (
     topic_config,
     validate_topic_configs,
 )
-from epoch_broker.broker.config.catalogue import CATALOGUE, GROUPS, render_reference
+from epoch_broker.broker.config.catalogue import (
+    CATALOGUE,
+    GROUP_CONFIGS,
+    GROUP_CONFIGS_TITLE,
+    GROUPS,
+    render_reference,
+)
 from epoch_broker.broker.replica.replica_manager import log_config_for
 from epoch_broker.storage.log import LogConfig
 
@@ -68,7 +74,9 @@ def test_the_reference_page_has_one_row_per_key_and_scope_and_names_each_synonym
         for synonym in key.names[1:]:
             assert sum(f"`{synonym}`" in line.split(" | ")[6] for line in PAGE if " | broker | " in line) == 1
     headings = [line[3:] for line in PAGE if line.startswith("## ")]
-    assert headings == [group.TITLE for group in GROUPS]
+    assert headings == [*(group.TITLE for group in GROUPS), GROUP_CONFIGS_TITLE]
+    assert [sum(line.startswith(f"| `{key.name}` | ") for line in PAGE) for key in GROUP_CONFIGS] == [1] * len(
+        GROUP_CONFIGS)
 
 
 @pytest.mark.parametrize(("pairs", "expected"), [

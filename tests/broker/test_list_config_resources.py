@@ -1,5 +1,5 @@
 """ListConfigResources (74): v0 lists the client-metrics resources, v1 the resources of the types asked for (all
-when none), and kafka-python's list_config_resources reads them."""
+when none, groups with a config set among them), and kafka-python's list_config_resources reads them."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ def test_resources_are_listed_by_type(tmp_path: Path) -> None:
         alter = incremental_alter_configs.REQUEST
         client.request(incremental_alter_configs.API, 1, alter.cls(resources=[alter.AlterConfigsResource(
             resource_type=16, resource_name="producers", configs=[alter.AlterableConfig(
-                name="metrics", config_operation=0, value="org.apache.kafka.producer.")])]))
+                name="metrics", config_operation=0, value="org.apache.kafka.producer.")]),
+            alter.AlterConfigsResource(resource_type=32, resource_name="workers", configs=[alter.AlterableConfig(
+                name="share.auto.offset.reset", config_operation=0, value="earliest")])]))
 
         def listed(version: int, types: list[int]) -> tuple[int, list[tuple[int, str]]]:
             answer = client.request(list_config_resources.API, version, Q.cls(resource_types=types))
@@ -31,9 +33,11 @@ def test_resources_are_listed_by_type(tmp_path: Path) -> None:
 
         assert listed(0, []) == (ErrorCode.NONE, [(16, "producers")])
         error, everything = listed(1, [])
-        assert error == ErrorCode.NONE and {(2, "orders"), (4, "0"), (16, "producers")} <= set(everything)
+        assert error == ErrorCode.NONE and {(2, "orders"), (4, "0"), (16, "producers"), (32, "workers")} <= set(
+            everything)
         assert listed(1, [4]) == (ErrorCode.NONE, [(4, "0")])
-        assert listed(1, [32]) == (ErrorCode.INVALID_REQUEST, [])
+        assert listed(1, [32]) == (ErrorCode.NONE, [(32, "workers")])  # the groups with a config set
+        assert listed(1, [8]) == (ErrorCode.INVALID_REQUEST, [])
         admin = KafkaAdminClient(bootstrap_servers=started.bootstrap_servers)
         try:
             result = admin.list_config_resources()
