@@ -65,7 +65,7 @@ class GroupMetadataManager:
         self.consumer = ConsumerGroupProtocol(runtime.consumer_group_config, runtime.topics, runtime.now_ms,
                                               self._write_decided)
         self.share = ShareGroupProtocol(runtime.share_group_config, runtime.topics, runtime.now_ms,
-                                        self._write_share_decided)
+                                        self._write_share_decided, runtime.group_config)
 
     # -- lookup ----------------------------------------------------------------------------------------------
 

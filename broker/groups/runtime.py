@@ -56,6 +56,11 @@ class ShardRuntime:
     def share_group_config(self) -> ShareGroupConfig:
         return self._coordinator.share_group_config
 
+    def group_config(self, group_id: str, name: str) -> str | None:
+        """A config the group set on its GROUP resource, None when it did not."""
+        value: str | None = self._coordinator.broker.metadata.group_config(group_id, name)
+        return value
+
     def topic_id(self, topic: str) -> bytes | None:
         state = self._coordinator.broker.metadata.topics_by_name.get(topic)
         return None if state is None else state.topic_id

@@ -16,7 +16,8 @@ Rules:
   response), is FENCED_MEMBER_EPOCH; an unknown member with a non-zero epoch is UNKNOWN_MEMBER_ID.
 - The first heartbeat must name the subscribed topics; an empty group id or rack id is INVALID_REQUEST. A group
   at `group.share.max.size` members refuses another with GROUP_MAX_SIZE_REACHED.
-- Session: a member that does not heartbeat within `group.share.session.timeout.ms` is removed (the records it
+- Session: a member that does not heartbeat within its group's `share.session.timeout.ms` (a group config, else
+  the broker's `group.share.session.timeout.ms`; the heartbeat interval likewise) is removed (the records it
   had acquired come back when their acquisition locks expire on the partitions' leaders).
 - The response carries the assignment when the member joins and whenever it changed.
 """
@@ -86,11 +87,21 @@ class ShareGroupProtocol:
     """The decisions of the share group protocol over the share groups of one coordinator."""
 
     def __init__(self, config: ShareGroupConfig, topics: Callable[[], Mapping[str, Any]],
-                 now_ms: Callable[[], int], write: Callable[[ShareGroup, list[ShareGroupRecord]], None]) -> None:
+                 now_ms: Callable[[], int], write: Callable[[ShareGroup, list[ShareGroupRecord]], None],
+                 group_config: Callable[[str, str], str | None] = lambda group_id, name: None) -> None:
         self.config = config
         self._topics = topics  # the metadata image's topics by name
         self._now_ms = now_ms
         self._write = write  # appends records decided outside a request (session timeouts)
+        self._group_config = group_config  # a group config the group set (the GROUP resource), else None
+
+    def _session_timeout_ms(self, group_id: str) -> int:
+        value = self._group_config(group_id, "share.session.timeout.ms")
+        return self.config.session_timeout_ms if value is None else int(value)
+
+    def _heartbeat_interval_ms(self, group_id: str) -> int:
+        value = self._group_config(group_id, "share.heartbeat.interval.ms")
+        return self.config.heartbeat_interval_ms if value is None else int(value)
 
     def validate(self, request: ShareHeartbeatRequest) -> None:
         """Kafka's throwIfShareGroupHeartbeatRequestIsInvalid."""
@@ -153,7 +164,7 @@ class ShareGroupProtocol:
                 assigned=group.target_of(member_id))))
         self._arm_session(group, member)
         changed = normalised(before) != normalised(member.assignment.assigned)
-        return ShareHeartbeatResult(member_id, member.member_epoch, self.config.heartbeat_interval_ms,
+        return ShareHeartbeatResult(member_id, member.member_epoch, self._heartbeat_interval_ms(group.group_id),
                                     member.assignment.assigned if request.member_epoch == 0 or changed else None)
 
     def _member_for(self, group: ShareGroup, member_id: str, request: ShareHeartbeatRequest) -> ShareGroupMember:
@@ -183,8 +194,8 @@ class ShareGroupProtocol:
                              ErrorCode.UNKNOWN_MEMBER_ID)
         log.info("share group %s: member %s left", group.group_id, member.member_id)
         self.fence_member(group, member, emit)
-        return ShareHeartbeatResult(request.member_id, LEAVE_GROUP_MEMBER_EPOCH, self.config.heartbeat_interval_ms,
-                                    None)
+        return ShareHeartbeatResult(request.member_id, LEAVE_GROUP_MEMBER_EPOCH,
+                                    self._heartbeat_interval_ms(group.group_id), None)
 
     def fence_member(self, group: ShareGroup, member: ShareGroupMember,
                      emit: Callable[[ShareGroupRecord], None]) -> None:
@@ -217,7 +228,7 @@ class ShareGroupProtocol:
     def _arm_session(self, group: ShareGroup, member: ShareGroupMember) -> None:
         member.cancel_timers()
         member.session_timer = asyncio.get_running_loop().call_later(
-            self.config.session_timeout_ms / 1000, self._expire, group, member.member_id)
+            self._session_timeout_ms(group.group_id) / 1000, self._expire, group, member.member_id)
 
     def _expire(self, group: ShareGroup, member_id: str) -> None:
         member = group.members.get(member_id)

@@ -11,18 +11,23 @@ the session is share-fetched (`Partition.share_fetch`) until max_records records
 holding them, with their AcquiredRecords ranges and delivery counts. With nothing acquired the request waits up
 to max_wait_ms, woken by appends, released records and expired locks. A partition not led here answers
 NOT_LEADER_OR_FOLLOWER with the leader and its endpoint.
+The group's configs (IncrementalAlterConfigs on the GROUP resource) set its share-partitions' start
+(`share.auto.offset.reset`: latest, earliest, by_duration), lock duration, delivery count limit and in-flight
+limit; the broker's group.share.* keys stand in for those not set.
 Version notes: v1 only (v0 was Kafka 4.0's early access); v2's acquire modes and record limit (KIP-1206) are not
-served. acquisition_lock_timeout_ms is `group.share.record.lock.duration.ms`.
+served. acquisition_lock_timeout_ms is the group's record lock duration.
 Skipped: min_bytes (an answer goes as soon as anything is acquired), read_committed share groups
-(`share.isolation.level`), group configs (`share.auto.offset.reset` is "latest": a new share-partition starts at
-the high watermark).
+(`share.isolation.level`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
+from epoch_broker.broker.config import group_config_value
+from epoch_broker.broker.config.parsers import BY_DURATION, iso_duration_ms
 from epoch_broker.broker.network.dispatch import RequestContext, handles
 from epoch_broker.broker.replica.partition import Partition, ShareSettings, wait_for_change
 from epoch_broker.broker.replica.share_sessions import (
@@ -37,6 +42,7 @@ from epoch_broker.broker.security.authorization import authorized_names
 from epoch_broker.broker.services import BrokerServices
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.messages import share_fetch
+from epoch_broker.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
 R = share_fetch.RESPONSE
 NO_LEADER = R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
@@ -45,10 +51,10 @@ NO_LEADER = R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
 @handles(share_fetch.API, "1")
 async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     broker = context.services
-    config = broker.config
     replicas = broker.replica_manager
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
-    lock_ms = config.group_share_record_lock_duration_ms
+    settings = share_settings(broker, group_id)
+    lock_ms = settings.record_lock_duration_ms
     if not group_id or not member_id:
         return R.cls(error_code=ErrorCode.INVALID_REQUEST, error_message="GroupId and MemberId must be set.",
                      acquisition_lock_timeout_ms=lock_ms)
@@ -100,8 +106,6 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     forgotten = [(bytes(t.topic_id), index) for t in request.forgotten_topics_data for index in t.partitions]
     release(replicas, group_id, member_id, update_partitions(session, fetchable, forgotten))
 
-    settings = ShareSettings(lock_ms, config.group_share_delivery_count_limit,
-                             config.group_share_partition_max_record_locks)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
     while True:
@@ -140,6 +144,22 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
         context.remote_s += loop.time() - waited_from
     leaders = {a.current_leader.leader_id for a in answers.values() if a.current_leader.leader_id >= 0}
     return _response(answers, leaders, lock_ms, broker, context.listener)
+
+
+def share_settings(broker: BrokerServices, group_id: str) -> ShareSettings:
+    """The group's share settings: its group configs, else the broker's group.share.* keys."""
+    configs = broker.metadata.group_configs.get(group_id, {})
+
+    def value(name: str) -> str:
+        return group_config_value(broker.config, configs, name)
+
+    reset = value("share.auto.offset.reset")
+    if reset.startswith(BY_DURATION):
+        start = int(time.time() * 1000) - iso_duration_ms(reset[len(BY_DURATION):])
+    else:
+        start = EARLIEST_TIMESTAMP if reset == "earliest" else LATEST_TIMESTAMP
+    return ShareSettings(int(value("share.record.lock.duration.ms")), int(value("share.delivery.count.limit")),
+                         int(value("share.partition.max.record.locks")), start)
 
 
 def _response(answers: dict[tuple[bytes, int], Any], leaders: Any, lock_ms: int, broker: BrokerServices,

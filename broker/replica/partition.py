@@ -51,7 +51,9 @@ Rules:
 - Share groups (KIP-932): the share-partitions (`share_partition.py`: the in-flight records of one share group
   here) live on the leader and change only through `share_fetch`, `share_acknowledge` and `share_release_member`,
   each after the leader check (NOT_LEADER_OR_FOLLOWER off the leader) and after expiring the locks that ran out.
-  A share fetch reads from the share-partition's next fetch offset up to the high watermark and sends the whole
+  A new share-partition starts where its group's `share.auto.offset.reset` says (the high
+  watermark, the log start, or the first record since a time). A share fetch reads from the share-partition's
+  next fetch offset up to the high watermark and sends the whole
   batches holding what it acquired. One timer per share-partition expires its locks and wakes waiting fetches;
   records released or expired wake them too. A log start past the share-partition's start (retention,
   DeleteRecords) archives what it passed. Leaving leadership drops the share-partitions (their state is not yet
@@ -81,7 +83,7 @@ from epoch_broker.protocol.errors import (
 )
 from epoch_broker.protocol.records import LOG_OVERHEAD, EndTxnMarker, build_end_txn_marker, iter_batches
 from epoch_broker.storage.file_records import FileRecords
-from epoch_broker.storage.log import AppendInfo, LogConfig, PartitionLog
+from epoch_broker.storage.log import LATEST_TIMESTAMP, AppendInfo, LogConfig, PartitionLog
 from epoch_broker.storage.producer_state import Verdict
 from epoch_broker.storage.transaction_index import AbortedTxn
 
@@ -154,7 +156,9 @@ class ShareSettings:
     record_lock_duration_ms: int
     delivery_count_limit: int
     max_record_locks: int
-    auto_offset_reset: str = "latest"  # where a new share-partition starts: "latest" (high watermark), "earliest"
+    # where a new share-partition starts (share.auto.offset.reset), as ListOffsets names it: LATEST_TIMESTAMP (-1,
+    # the high watermark), EARLIEST_TIMESTAMP (-2, the log start) or a timestamp (the first record since; by_duration)
+    start_timestamp: int = LATEST_TIMESTAMP
 
 
 @dataclass(slots=True)
@@ -493,7 +497,10 @@ class Partition:
             return ShareFetchResult(error)
         share = self.share_partitions.get(group_id)
         if share is None:
-            start = self.log.log_start_offset if settings.auto_offset_reset == "earliest" else self.log.high_watermark
+            found = None
+            if settings.start_timestamp != LATEST_TIMESTAMP:  # earliest (-2), or the first record since a time
+                found = self.log.offset_for_timestamp(settings.start_timestamp)
+            start = min(found[0], self.log.high_watermark) if found is not None else self.log.high_watermark
             share = self.share_partitions[group_id] = SharePartition(
                 start, settings.record_lock_duration_ms, settings.delivery_count_limit, settings.max_record_locks)
         now = _now_ms()
