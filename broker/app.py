@@ -52,6 +52,7 @@ from epoch_broker.broker.metadata.stored_log import CorruptMetadataLog
 from epoch_broker.broker.network.dispatch import Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
 from epoch_broker.broker.replica.replica_manager import ReplicaManager, log_config_for
+from epoch_broker.broker.replica.share_sessions import release
 from epoch_broker.broker.security import authorization
 from epoch_broker.broker.security.listeners import add_config_users, bind_listeners
 from epoch_broker.protocol.errors import KafkaError
@@ -190,7 +191,8 @@ class Broker:
         self.server = KafkaServer(self.dispatcher, config.socket_request_max_bytes, config.connections_max_idle_ms,
                                   max_connections=config.max_connections,
                                   max_connections_per_ip=config.max_connections_per_ip,
-                                  connection_budget=self.file_budget.connections_allowed)
+                                  connection_budget=self.file_budget.connections_allowed,
+                                  on_disconnect=self._on_disconnect)
         # a listener asked on port 0 gets the kernel's choice: every later reader of the config sees it
         self.config = config = await bind_listeners(self.server, config, self.metadata.credentials)
         self._replica_manager.config = config
@@ -223,6 +225,12 @@ class Broker:
         metrics.watch_broker(self, lambda: len(self.server.connections) if self.server is not None else 0)
         self.status_server = StatusServer(metrics, lambda: broker_status(self, controller))
         await self.status_server.start(self.config.metrics_listener)
+
+    def _on_disconnect(self, peer: str) -> None:
+        """A client's connection closed: its share sessions end, releasing the records they held (KIP-932)."""
+        if self._replica_manager is not None:
+            for session in self._replica_manager.share_sessions.disconnected(peer):
+                release(self._replica_manager, session.group_id, session.member_id, session.partitions)
 
     def _on_metadata(self, records: list[Any]) -> None:
         for record in records:

@@ -3,14 +3,14 @@
 Behaviour: needs READ on the group (GROUP_AUTHORIZATION_FAILED, the whole request) and READ on each topic
 (TOPIC_AUTHORIZATION_FAILED for its partitions); an empty group or member id is INVALID_REQUEST. The share session
 (`share_sessions.py`) is opened (epoch 0, which may not carry acknowledgements: INVALID_REQUEST), moved on, or
-closed (-1); a session error answers the whole request. Then, in Kafka's order: the piggybacked acknowledgements
-of each partition are applied by its leader (`Partition.share_acknowledge`, answered in acknowledge_error_code);
-a final request releases what the member still holds and fetches nothing; otherwise the request's partitions
-join the session, its forgotten ones leave it (what the member held there is released), and every partition of
-the session is share-fetched (`Partition.share_fetch`) until max_records records are acquired: the whole batches
-holding them, with their AcquiredRecords ranges and delivery counts. With nothing acquired the request waits up
-to max_wait_ms, woken by appends, released records and expired locks. A partition not led here answers
-NOT_LEADER_OR_FOLLOWER with the leader and its endpoint.
+closed (-1), and ends with the connection that opened it; a session error answers the whole request. Then, in
+Kafka's order: the piggybacked acknowledgements of each partition are applied by its leader
+(`Partition.share_acknowledge`, answered in acknowledge_error_code); a final request releases what the member still
+holds and fetches nothing; otherwise the request's partitions join the session, its forgotten ones leave it (what
+the member held there is released), and every partition of the session is share-fetched (`Partition.share_fetch`)
+until max_records records are acquired: the whole batches holding them, with their AcquiredRecords ranges and
+delivery counts. With nothing acquired the request waits up to max_wait_ms, woken by appends, released records and
+expired locks. A partition not led here answers NOT_LEADER_OR_FOLLOWER with the leader and its endpoint.
 The group's configs (IncrementalAlterConfigs on the GROUP resource) set its share-partitions' start
 (`share.auto.offset.reset`: latest, earliest, by_duration), lock duration, delivery count limit and in-flight
 limit; the broker's group.share.* keys stand in for those not set.
@@ -67,7 +67,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
                      error_message="Acknowledge data present in the initial share fetch request.")
     sessions = replicas.share_sessions
     if epoch == INITIAL_EPOCH:
-        error, session, replaced = sessions.open(group_id, member_id)
+        error, session, replaced = sessions.open(group_id, member_id, context.peer)
         release(replicas, group_id, member_id, replaced)
     else:
         error, session = sessions.next(group_id, member_id, epoch)

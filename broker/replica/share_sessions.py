@@ -11,6 +11,8 @@ Rules:
   caller releases what the member still holds there (the client restarted its session).
 - Epoch > 0 needs the session (SHARE_SESSION_NOT_FOUND) at that very epoch (INVALID_SHARE_SESSION_EPOCH); an
   accepted request moves the epoch on by one. Epoch -1 needs the session too, and removes it.
+- A session belongs to the connection that opened it: when that connection closes, the session ends and the
+  member's records are released at once (as Kafka 4.1 on), not when their locks expire.
 - At most `max_sessions` sessions (Kafka's group.share.max.share.sessions): one more is SHARE_SESSION_LIMIT_REACHED.
 """
 
@@ -33,6 +35,7 @@ TopicIdPartition = tuple[bytes, int]
 class ShareSession:
     group_id: str
     member_id: str
+    peer: str = ""  # the connection that opened it
     epoch: int = 1  # the epoch the member's next request must carry
     partitions: list[TopicIdPartition] = field(default_factory=list)  # in the order they joined
 
@@ -45,14 +48,15 @@ class ShareSessionCache:
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def open(self, group_id: str, member_id: str) -> tuple[ErrorCode, ShareSession | None, list[TopicIdPartition]]:
+    def open(self, group_id: str, member_id: str, peer: str = ""
+             ) -> tuple[ErrorCode, ShareSession | None, list[TopicIdPartition]]:
         """Epoch 0: (NONE, the new session, the partitions of the session it replaced)."""
         replaced = self._sessions.pop((group_id, member_id), None)
         if len(self._sessions) >= self.max_sessions:
             if replaced is not None:
                 self._sessions[(group_id, member_id)] = replaced
             return ErrorCode.SHARE_SESSION_LIMIT_REACHED, None, []
-        session = self._sessions[(group_id, member_id)] = ShareSession(group_id, member_id)
+        session = self._sessions[(group_id, member_id)] = ShareSession(group_id, member_id, peer)
         return ErrorCode.NONE, session, replaced.partitions if replaced is not None else []
 
     def next(self, group_id: str, member_id: str, epoch: int) -> tuple[ErrorCode, ShareSession | None]:
@@ -67,6 +71,12 @@ class ShareSessionCache:
             return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None
         session.epoch += 1
         return ErrorCode.NONE, session
+
+
+    def disconnected(self, peer: str) -> list[ShareSession]:
+        """The sessions of a connection that closed, removed."""
+        gone = [key for key, session in self._sessions.items() if session.peer == peer]
+        return [self._sessions.pop(key) for key in gone]
 
 
 def update_partitions(session: ShareSession, added: list[TopicIdPartition],

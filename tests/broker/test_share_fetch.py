@@ -7,7 +7,8 @@
   whole batches, with their delivery count; a release makes them come back with delivery count 2; records
   acknowledged already (below the share-partition's start) are skipped, and acknowledging records another member
   holds is INVALID_RECORD_STATE, changing nothing.
-- Closing the session releases what the member still holds: another member gets it at once, not after the lock.
+- Closing the session, or the connection that opened it, releases what the member still holds: another member
+  gets it at once, not after the lock.
 - /metrics and /api/status show each share-partition's start and end offsets and its in-flight records.
 """
 
@@ -110,3 +111,17 @@ async def test_metrics_and_the_status_show_each_share_partitions_offsets_and_in_
             status = json.load(answer)
         assert status["share_partitions"] == [{"group_id": "g", "topic": "watched", "partition": 0, "start_offset": 1,
                                                "end_offset": 3, "in_flight": 2, "acquired": 2, "archived": 0}]
+
+
+async def test_a_closed_connection_ends_its_share_sessions_and_releases_their_records(broker: Any,
+                                                                                      client: KafkaClient) -> None:
+    topic_id = bytes((await create_topic(client, "dropped")).topic_id)
+    address = f"127.0.0.1:{broker.advertised.port}"
+    async with await KafkaClient.connect(address) as first:
+        await first.negotiate()
+        assert acquired(await fetch(first, topic_id, "m1", 0)) == []
+        await produce_to(client, "dropped", batch(b"a", b"b"))
+        assert acquired(await fetch(first, topic_id, "m1", 1, max_wait_ms=5_000)) == [(0, 1, 1)]
+    # the connection is gone (a crashed consumer): m2 gets the records now, not 30 s later when their locks expire
+    assert acquired(await fetch(client, topic_id, "m2", 0)) == []
+    assert acquired(await fetch(client, topic_id, "m2", 1, max_wait_ms=10_000)) == [(0, 1, 1)]
