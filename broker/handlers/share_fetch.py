@@ -12,12 +12,12 @@ until max_records records are acquired: the whole batches holding them, with the
 delivery counts. With nothing acquired the request waits up to max_wait_ms, woken by appends, released records and
 expired locks. A partition not led here answers NOT_LEADER_OR_FOLLOWER with the leader and its endpoint.
 The group's configs (IncrementalAlterConfigs on the GROUP resource) set its share-partitions' start
-(`share.auto.offset.reset`: latest, earliest, by_duration), lock duration, delivery count limit and in-flight
-limit; the broker's group.share.* keys stand in for those not set.
+(`share.auto.offset.reset`: latest, earliest, by_duration), lock duration, delivery count limit, in-flight limit
+and isolation (`share.isolation.level` read_committed: up to the last stable offset, aborted transactions'
+batches archived, never delivered); the broker's group.share.* keys stand in for those not set.
 Version notes: v1 only (v0 was Kafka 4.0's early access); v2's acquire modes and record limit (KIP-1206) are not
 served. acquisition_lock_timeout_ms is the group's record lock duration.
-Skipped: min_bytes (an answer goes as soon as anything is acquired), read_committed share groups
-(`share.isolation.level`).
+Skipped: min_bytes (an answer goes as soon as anything is acquired).
 """
 
 from __future__ import annotations
@@ -159,7 +159,8 @@ def share_settings(broker: BrokerServices, group_id: str) -> ShareSettings:
     else:
         start = EARLIEST_TIMESTAMP if reset == "earliest" else LATEST_TIMESTAMP
     return ShareSettings(int(value("share.record.lock.duration.ms")), int(value("share.delivery.count.limit")),
-                         int(value("share.partition.max.record.locks")), start)
+                         int(value("share.partition.max.record.locks")), start,
+                         read_committed=value("share.isolation.level") == "read_committed")
 
 
 def _response(answers: dict[tuple[bytes, int], Any], leaders: Any, lock_ms: int, broker: BrokerServices,

@@ -53,7 +53,8 @@ Rules:
   each after the leader check (NOT_LEADER_OR_FOLLOWER off the leader) and after expiring the locks that ran out.
   A new share-partition starts where its group's `share.auto.offset.reset` says (the high
   watermark, the log start, or the first record since a time). A share fetch reads from the share-partition's
-  next fetch offset up to the high watermark and sends the whole
+  next fetch offset up to the high watermark (read_committed groups: the last stable offset, the batches of aborted
+  transactions archived as they are acquired) and sends the whole
   batches holding what it acquired. One timer per share-partition expires its locks and wakes waiting fetches;
   records released or expired wake them too. A log start past the share-partition's start (retention,
   DeleteRecords) archives what it passed. Leaving leadership drops the share-partitions (their state is not yet
@@ -81,7 +82,7 @@ from epoch_broker.protocol.errors import (
     UnsupportedCompressionTypeError,
     UnsupportedForMessageFormat,
 )
-from epoch_broker.protocol.records import LOG_OVERHEAD, EndTxnMarker, build_end_txn_marker, iter_batches
+from epoch_broker.protocol.records import LOG_OVERHEAD, BatchHeader, EndTxnMarker, build_end_txn_marker, iter_batches
 from epoch_broker.storage.file_records import FileRecords
 from epoch_broker.storage.log import LATEST_TIMESTAMP, AppendInfo, LogConfig, PartitionLog
 from epoch_broker.storage.producer_state import Verdict
@@ -159,6 +160,7 @@ class ShareSettings:
     # where a new share-partition starts (share.auto.offset.reset), as ListOffsets names it: LATEST_TIMESTAMP (-1,
     # the high watermark), EARLIEST_TIMESTAMP (-2, the log start) or a timestamp (the first record since; by_duration)
     start_timestamp: int = LATEST_TIMESTAMP
+    read_committed: bool = False  # share.isolation.level: up to the last stable offset, aborted batches archived
 
 
 @dataclass(slots=True)
@@ -168,6 +170,14 @@ class ShareFetchResult:
     error: ErrorCode = ErrorCode.NONE
     records: bytes = b""
     acquired: tuple[AcquiredRecords, ...] = ()
+
+
+def _aborted_batches(headers: list[tuple[int, BatchHeader]], aborted: list[AbortedTxn]) -> list[tuple[int, int]]:
+    """The (base, last) offsets of the transactional data batches an aborted transaction wrote."""
+    return [(header.base_offset, header.last_offset) for _, header in headers
+            if header.is_transactional and not header.is_control
+            and any(txn.producer_id == header.producer_id and txn.first_offset <= header.base_offset <= txn.last_offset
+                    for txn in aborted)]
 
 
 async def wait_for_change(partitions: list[Partition], timeout_s: float) -> None:
@@ -508,19 +518,24 @@ class Partition:
         if self.log.log_start_offset > share.start_offset:
             share.log_start_moved(self.log.log_start_offset)
         fetch_offset = share.next_fetch_offset()
-        if not share.can_acquire_records() or fetch_offset >= self.log.high_watermark or max_records <= 0:
+        upper_bound = self.log.last_stable_offset if settings.read_committed else self.log.high_watermark
+        if not share.can_acquire_records() or fetch_offset >= upper_bound or max_records <= 0:
             return ShareFetchResult()
         try:
-            read = self.log.read(fetch_offset, max_bytes, self.log.high_watermark, True)
+            read = self.log.read(fetch_offset, max_bytes, upper_bound, True)
         except OffsetOutOfRange:
             return ShareFetchResult()
         if not read.size:
             return ShareFetchResult()
         data = b"".join(os.pread(piece.fd, piece.size, piece.position) for piece in read.slices)
+        headers = list(iter_batches(data))
         spans = [(pos, pos + header.batch_length + LOG_OVERHEAD, header.base_offset,
-                  header.base_offset + header.last_offset_delta) for pos, header in iter_batches(data)]
+                  header.base_offset + header.last_offset_delta) for pos, header in headers]
+        aborted: list[tuple[int, int]] = []
+        if settings.read_committed:
+            aborted = _aborted_batches(headers, self.log.aborted_transactions(fetch_offset, read.next_offset))
         acquired = share.acquire(member_id, fetch_offset, [(base, last) for _, _, base, last in spans], max_records,
-                                 now, batch_size=batch_size if batch_size > 0 else None)
+                                 now, batch_size=batch_size if batch_size > 0 else None, aborted=aborted)
         self._schedule_share_timer(group_id)
         if not acquired.records:
             return ShareFetchResult()

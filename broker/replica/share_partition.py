@@ -30,9 +30,10 @@ Rules:
   delivery is its last (count limit - 1, the limit above 2) is delivered alone, as Kafka isolates a possibly
   poisonous record; Kafka 4.2's further throttling (smaller acquisitions as counts near the limit) is not kept.
 - In-flight limit (Kafka's lastOffsetAndMaxRecordsToAcquire): with room left (end - start < max_record_locks) at
-  most that room is acquired, rounded up to a whole batch, so the window can pass the limit by under one batch;
-  with none, only AVAILABLE records below the end are, and no new record. `can_acquire_records()` says whether a
-  fetch is worth reading (Kafka's canAcquireRecords).
+  most that room is acquired, exactly: the last batch is cut there (its later records stay for a later fetch), so
+  the window never passes the limit, as a Kafka 4.2 broker holds it (confluent-kafka's own suite checks a poll
+  against the cap); with none, only AVAILABLE records below the end are, and no new record.
+  `can_acquire_records()` says whether a fetch is worth reading (Kafka's canAcquireRecords).
 - A record is acquired only from AVAILABLE, so never by two members at once. Available records between
   `fetch_offset` and the first fetched batch are gone from the log (compaction) and are archived, as Kafka's
   maybeArchiveStaleBatches; offsets between the end and the first new batch are filled as ARCHIVED.
@@ -258,7 +259,7 @@ class SharePartition:
                                              min(last, end - 1), limit, ranges)
         if not isolated and acquired < limit and last >= end and room > 0:
             acquired += self._acquire_new(member_id, deadline, fetch_batches, max(end, first_base), last,
-                                          limit - acquired, batch_size, ranges)
+                                          limit - acquired, batch_size, ranges, exact=room < max_records)
         for first, last_offset, _ in ranges:
             heapq.heappush(self._locks, (deadline, first, last_offset))
         for base, batch_last in aborted:
@@ -298,11 +299,12 @@ class SharePartition:
         return acquired, False
 
     def _acquire_new(self, member_id: str, deadline: int, batches: Sequence[tuple[int, int]], first: int,
-                     last: int, limit: int, batch_size: int | None, ranges: list[list[int]]) -> int:
-        """Append records [first, ...] past the end as ACQUIRED, up to the log batch holding the limit-th one."""
+                     last: int, limit: int, batch_size: int | None, ranges: list[list[int]], *, exact: bool) -> int:
+        """Append records [first, ...] past the end as ACQUIRED, up to the log batch holding the limit-th one (the
+        limit-th one itself when `exact`: the in-flight limit)."""
         want = first + limit - 1
         if want < last:
-            last = next((b_last for base, b_last in batches if base <= want <= b_last), want)
+            last = want if exact else next((b_last for base, b_last in batches if base <= want <= b_last), want)
         gap = first - self.end_offset
         if gap > 0:  # offsets the log no longer has (compacted away): nothing to deliver there
             self._extend(gap, ARCHIVED, 0, None, 0)

@@ -246,10 +246,12 @@ def test_no_new_records_past_the_in_flight_limit() -> None:
     assert fetch(sp, log, "b", 20) == [(10, 11, 1)]  # room for two more
 
 
-def test_the_in_flight_limit_is_passed_by_under_one_batch() -> None:
+def test_the_in_flight_limit_cuts_the_last_batch() -> None:
     sp = make(locks=10)
-    assert fetch(sp, log_of(30, 4), "a", 20) == [(0, 11, 1)]  # room 10, rounded up to the third batch's end
-    assert sp.in_flight_count == 12
+    assert fetch(sp, log_of(30, 4), "a", 20) == [(0, 9, 1)]  # room 10: the third batch cut after offset 9
+    assert sp.in_flight_count == 10
+    sp.acknowledge("a", [(0, 9, [ACCEPT])])
+    assert fetch(sp, log_of(30, 4), "a", 20) == [(10, 19, 1)]  # the rest of the cut batch comes next
 
 
 # ---- validation ----

@@ -5,6 +5,8 @@
   record released at every delivery is archived at `group.share.delivery.count.limit`.
 - A member that stops acknowledging loses its records when their acquisition locks expire: another member gets
   them, with the delivery count moved on.
+- A read_committed share group (`share.isolation.level`) gets committed records only, and nothing past an open
+  transaction until it ends.
 - A group id is one type: a consumer-protocol heartbeat or a classic JoinGroup to a share group's id is refused
   with GROUP_ID_NOT_FOUND, as Kafka; ShareGroupDescribe and ListGroups (type "share") describe it.
 The consumers are polled by the test's own thread, one after another (a librdkafka handle is used by one thread).
@@ -207,3 +209,40 @@ def test_a_share_groups_id_is_refused_to_the_other_protocols_and_described_as_a_
         client.close()
         for consumer in consumers:
             consumer.close()
+
+
+def test_a_read_committed_share_group_gets_committed_records_only_and_waits_for_an_open_transaction(
+        broker: BrokerProcess, admin: AdminClient) -> None:
+    topic, group = new_topic(admin), new_group(admin, share_isolation_level="read_committed")
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": unique("txn")})
+    producer.init_transactions(30)
+    for outcome in ("aborted", "committed"):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce(topic, f"{outcome}-{i}".encode())
+        producer.flush(30)
+        if outcome == "aborted":
+            producer.abort_transaction(30)
+        else:
+            producer.commit_transaction(30)
+    producer.begin_transaction()  # left open: what follows it waits for its end
+    producer.produce(topic, b"open-0")
+    producer.flush(30)
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    plain.produce(topic, b"after-open")
+    plain.flush(30)
+    consumer = share_consumer(broker.bootstrap, group, topic)
+    try:
+        got: list[bytes] = []
+        wait_for_sync(lambda: got.extend(m.value() for m in records(consumer)) or len(got) >= 3, timeout=60,
+                      what="the committed records")
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:
+            got += [m.value() for m in records(consumer)]
+        assert got == [b"committed-0", b"committed-1", b"committed-2"]
+        producer.commit_transaction(30)
+        wait_for_sync(lambda: got.extend(m.value() for m in records(consumer)) or len(got) >= 5, timeout=60,
+                      what="the records after the transaction's commit")
+        assert got[3:] == [b"open-0", b"after-open"]
+    finally:
+        consumer.close()
