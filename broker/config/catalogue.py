@@ -225,6 +225,10 @@ class ServerLogConfigs:
     log_roll_ms: int = define("log.roll.ms", LONG, from_log("segment_ms"), p.integer(1), HIGH,
                               "A segment older than this is rolled.", topic="segment.ms",
                               synonyms=(("log.roll.hours", p.scaled(p.integer(1), HOUR_MS)),))
+    log_segment_delete_delay_ms: int = define(
+        "log.segment.delete.delay.ms", LONG, from_log("file_delete_delay_ms"), p.integer(0), HIGH,
+        "How long a deleted segment's files stay open before they are removed, so reads in flight finish.",
+        topic="file.delete.delay.ms")
     log_retention_ms: int = define(
         "log.retention.ms", LONG, from_log("retention_ms"), p.integer(-1), HIGH,
         "Segments whose records are all older than this are deleted (`delete` policy; -1: kept).",

@@ -164,11 +164,13 @@ def message_format_version(text: str) -> str:
     return text.strip()
 
 
-@expects("delete, compact or compact,delete")
+@expects("delete, compact, compact,delete or empty")
 def cleanup_policy(text: str) -> str:
-    """Kafka's cleanup.policy list: delete, compact, or both (`compact,delete`), as given."""
+    """Kafka's cleanup.policy list: delete, compact, both (`compact,delete`), as given; or empty, neither: the
+    log is kept whole (Kafka takes the empty list, as an IncrementalAlterConfigs SUBTRACT of the last policy
+    leaves it)."""
     policies = [part.strip() for part in text.split(",") if part.strip()]
-    if not policies or not set(policies) <= {"delete", "compact"}:
+    if not set(policies) <= {"delete", "compact"}:
         raise ValueError
     return ",".join(policies)
 

@@ -74,7 +74,7 @@ def log_config_for(config: BrokerConfig, topic_configs: dict[str, Any]) -> LogCo
     maps to a LogConfig field one to one (its `log_field`: segment.bytes, retention.ms, ...), then what no single
     key gives as is: flush.ms unset is the log's default (never), cleanup.policy's list is a set, and four keys make
     the validation rules of client batches."""
-    cleanup_policy = frozenset(topic_configs["cleanup.policy"].split(","))
+    cleanup_policy = frozenset(p for p in topic_configs["cleanup.policy"].split(",") if p)  # empty: neither
     flush_ms = topic_configs["flush.ms"]
     return LogConfig(
         **{key.log_field: topic_configs[key.topic] if key.topic else getattr(config, key.attr)

@@ -139,7 +139,8 @@ async def test_a_topics_configs_are_set_and_deleted_and_the_partition_follows(br
 async def test_append_and_subtract_change_a_list_config_from_its_current_value(broker: Broker,
                                                                              client: KafkaClient) -> None:
     """APPEND adds the items not there yet to the topic's value, the broker default while it has no override
-    (cleanup.policy: delete); SUBTRACT removes them; the partition's log follows (compaction on, then off);
+    (cleanup.policy: delete); SUBTRACT removes them, all of them too (the empty list); the partition's log follows
+    (compaction on, then off);
     confluent-kafka's AdminClient sends both as users do."""
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
@@ -161,6 +162,15 @@ async def test_append_and_subtract_change_a_list_config_from_its_current_value(b
     future.result(15)
     (described,) = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "listed")]).values()
     assert described.result(15)["cleanup.policy"].value == "compact,delete"
+
+    # subtracting every policy leaves the empty list, as Kafka takes it: neither retention nor compaction
+    emptied = await alter(client, [("cleanup.policy", SUBTRACT, "compact,delete")], resource_type=2, name="listed")
+    assert emptied.error_code == ErrorCode.NONE
+    assert log.config.cleanup_policy == frozenset()
+    # file.delete.delay.ms (confluent-kafka-python's own suite sets it), the LogConfig's deleted-file delay
+    delayed = await alter(client, [("file.delete.delay.ms", SET, "12345")], resource_type=2, name="listed")
+    assert delayed.error_code == ErrorCode.NONE
+    assert log.config.file_delete_delay_ms == 12345
 
 
 async def test_alter_configs_replaces_a_topics_whole_config_set_and_refuses_brokers(broker: Broker,
