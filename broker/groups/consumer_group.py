@@ -315,12 +315,14 @@ class ConsumerGroup:
 
 # -- to and from `__consumer_offsets` (the formats: records.py) -------------------------------------------------
 
-def _topic_partitions(cls: Any, assignment: Assignment) -> list[Any]:
+def topic_partitions_of(cls: Any, assignment: Assignment) -> list[Any]:
+    """An assignment as a record value's TopicPartitions structs (`cls`), sorted, empty topics left out."""
     return [cls(topic_id=topic_id, partitions=sorted(partitions))
             for topic_id, partitions in sorted(assignment.items()) if partitions]
 
 
-def _assignment(topic_partitions: list[Any]) -> dict[bytes, frozenset[int]]:
+def assignment_of(topic_partitions: list[Any]) -> dict[bytes, frozenset[int]]:
+    """A record value's TopicPartitions structs as an assignment."""
     return {bytes(tp.topic_id): frozenset(tp.partitions) for tp in topic_partitions if tp.partitions}
 
 
@@ -356,7 +358,7 @@ def encode_record(record: ConsumerGroupRecord) -> tuple[bytes, bytes | None]:
             key = records.ConsumerGroupTargetAssignmentMemberKey(group_id, member_id)
             if partitions is not None:
                 message = records.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE
-                value = message.cls(topic_partitions=_topic_partitions(message.TopicPartition, partitions))
+                value = message.cls(topic_partitions=topic_partitions_of(message.TopicPartition, partitions))
         case CurrentAssignmentRecord(group_id=group_id, member_id=member_id, assignment=a):
             key = records.ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id)
             if a is not None:
@@ -364,8 +366,8 @@ def encode_record(record: ConsumerGroupRecord) -> tuple[bytes, bytes | None]:
                 value = message.cls(
                     member_epoch=a.member_epoch, previous_member_epoch=a.previous_member_epoch,
                     state=a.state.value_id,
-                    assigned_partitions=_topic_partitions(message.TopicPartitions, a.assigned),
-                    partitions_pending_revocation=_topic_partitions(message.TopicPartitions, a.pending_revocation))
+                    assigned_partitions=topic_partitions_of(message.TopicPartitions, a.assigned),
+                    partitions_pending_revocation=topic_partitions_of(message.TopicPartitions, a.pending_revocation))
     return records.encode_key(key), records.encode_value(key, value)
 
 
@@ -388,11 +390,11 @@ def decode_record(key: records.ConsumerGroupKey, buf: bytes | None) -> ConsumerG
             return TargetAssignmentEpochRecord(group_id, None if value is None else value.assignment_epoch)
         case records.ConsumerGroupTargetAssignmentMemberKey(group=group_id, member_id=member_id):
             return TargetAssignmentMemberRecord(
-                group_id, member_id, None if value is None else _assignment(value.topic_partitions))
+                group_id, member_id, None if value is None else assignment_of(value.topic_partitions))
         case records.ConsumerGroupCurrentMemberAssignmentKey(group=group_id, member_id=member_id):
             return CurrentAssignmentRecord(group_id, member_id, None if value is None else MemberAssignment(
                 state=MemberState.from_value_id(value.state), member_epoch=value.member_epoch,
                 previous_member_epoch=value.previous_member_epoch,
-                assigned=_assignment(value.assigned_partitions),
-                pending_revocation=_assignment(value.partitions_pending_revocation)))
+                assigned=assignment_of(value.assigned_partitions),
+                pending_revocation=assignment_of(value.partitions_pending_revocation)))
     raise TypeError(f"not a consumer-group key: {key!r}")

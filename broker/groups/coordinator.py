@@ -30,7 +30,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from epoch_broker.broker.eager import start_eagerly
 from epoch_broker.broker.groups.classic_group import ClassicGroup
@@ -58,6 +58,7 @@ __all__ = ["OFFSETS_TOPIC", "FetchedOffset", "GroupCoordinator", "JoinResult", "
            "java_string_hash", "leader_location", "partition_for"]
 
 log = logging.getLogger(__name__)
+G = TypeVar("G", ConsumerGroup, ShareGroup)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
@@ -430,22 +431,30 @@ class GroupCoordinator:
 
     async def consumer_group_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
         """Raises KafkaError with the heartbeat's error (and Kafka's message)."""
+        return await (await self._heartbeat_shard(request.group_id)).groups.consumer_group_heartbeat(request)
+
+    async def _heartbeat_shard(self, group_id: str) -> GroupCoordinatorShard:
+        """The shard a heartbeat of a modern group (consumer, share) goes to; KafkaError with the coordinator's
+        error (COORDINATOR_NOT_AVAILABLE while `__consumer_offsets` cannot be made)."""
         try:
             await self.ensure_offsets_topic()
         except KafkaError as e:
             raise KafkaError(str(e), ErrorCode.COORDINATOR_NOT_AVAILABLE) from None
-        error = self.coordinator_error(request.group_id)
+        error = self.coordinator_error(group_id)
         if error is not ErrorCode.NONE:
-            raise KafkaError(f"this broker does not coordinate group {request.group_id} ({error.name})", error)
-        return await self._shard(request.group_id).groups.consumer_group_heartbeat(request)
+            raise KafkaError(f"this broker does not coordinate group {group_id} ({error.name})", error)
+        return self._shard(group_id)
 
     def describe_consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
         """(NONE, the group), or the coordinator's error, or GROUP_ID_NOT_FOUND for an unknown or classic group."""
+        return self._described(group_id, ConsumerGroup)
+
+    def _described(self, group_id: str, kind: type[G]) -> tuple[ErrorCode, G | None]:
         error = self.coordinator_error(group_id)
         if error is not ErrorCode.NONE:
             return error, None
         group = self._shard(group_id).groups.group(group_id)
-        if not isinstance(group, ConsumerGroup) or group.dead:
+        if not isinstance(group, kind) or group.dead:
             return ErrorCode.GROUP_ID_NOT_FOUND, None
         return ErrorCode.NONE, group
 
@@ -453,25 +462,12 @@ class GroupCoordinator:
 
     async def share_group_heartbeat(self, request: ShareHeartbeatRequest) -> ShareHeartbeatResult:
         """Raises KafkaError with the heartbeat's error (and Kafka's message)."""
-        try:
-            await self.ensure_offsets_topic()
-        except KafkaError as e:
-            raise KafkaError(str(e), ErrorCode.COORDINATOR_NOT_AVAILABLE) from None
-        error = self.coordinator_error(request.group_id)
-        if error is not ErrorCode.NONE:
-            raise KafkaError(f"this broker does not coordinate group {request.group_id} ({error.name})", error)
-        return await self._shard(request.group_id).groups.share_group_heartbeat(request)
+        return await (await self._heartbeat_shard(request.group_id)).groups.share_group_heartbeat(request)
 
     def describe_share_group(self, group_id: str) -> tuple[ErrorCode, ShareGroup | None]:
         """(NONE, the group), or the coordinator's error, or GROUP_ID_NOT_FOUND for an unknown group or one of
         another type."""
-        error = self.coordinator_error(group_id)
-        if error is not ErrorCode.NONE:
-            return error, None
-        group = self._shard(group_id).groups.group(group_id)
-        if not isinstance(group, ShareGroup) or group.dead:
-            return ErrorCode.GROUP_ID_NOT_FOUND, None
-        return ErrorCode.NONE, group
+        return self._described(group_id, ShareGroup)
 
     # -- offsets --------------------------------------------------------------------------------------------
 

@@ -30,7 +30,13 @@ from enum import StrEnum
 from typing import Any
 
 from epoch_broker.broker.groups import records
-from epoch_broker.broker.groups.consumer_group import EMPTY_ASSIGNMENT, Assignment, TopicMetadata
+from epoch_broker.broker.groups.consumer_group import (
+    EMPTY_ASSIGNMENT,
+    Assignment,
+    TopicMetadata,
+    assignment_of,
+    topic_partitions_of,
+)
 from epoch_broker.broker.groups.current_assignment_builder import MemberState
 from epoch_broker.protocol.errors import ErrorCode
 
@@ -233,15 +239,6 @@ class ShareGroup:
 
 # -- to and from `__consumer_offsets` (the formats: records.py) -------------------------------------------------
 
-def _topic_partitions(cls: Any, assignment: Assignment) -> list[Any]:
-    return [cls(topic_id=topic_id, partitions=sorted(partitions))
-            for topic_id, partitions in sorted(assignment.items()) if partitions]
-
-
-def _assignment(topic_partitions: list[Any]) -> dict[bytes, frozenset[int]]:
-    return {bytes(tp.topic_id): frozenset(tp.partitions) for tp in topic_partitions if tp.partitions}
-
-
 def encode_record(record: ShareGroupRecord) -> tuple[bytes, bytes | None]:
     """The (key, value) entry of a record; value None is a tombstone."""
     key: records.ShareGroupKey
@@ -265,14 +262,14 @@ def encode_record(record: ShareGroupRecord) -> tuple[bytes, bytes | None]:
             key = records.ShareGroupTargetAssignmentMemberKey(group_id, member_id)
             if partitions is not None:
                 message = records.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE
-                value = message.cls(topic_partitions=_topic_partitions(message.TopicPartition, partitions))
+                value = message.cls(topic_partitions=topic_partitions_of(message.TopicPartition, partitions))
         case ShareCurrentAssignmentRecord(group_id=group_id, member_id=member_id, assignment=a):
             key = records.ShareGroupCurrentMemberAssignmentKey(group_id, member_id)
             if a is not None:
                 message = records.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE
                 value = message.cls(member_epoch=a.member_epoch, previous_member_epoch=a.previous_member_epoch,
                                     state=MemberState.STABLE.value_id,
-                                    assigned_partitions=_topic_partitions(message.TopicPartitions, a.assigned))
+                                    assigned_partitions=topic_partitions_of(message.TopicPartitions, a.assigned))
     return records.encode_key(key), records.encode_value(key, value)
 
 
@@ -290,11 +287,11 @@ def decode_record(key: records.ShareGroupKey, buf: bytes | None) -> ShareGroupRe
             return ShareTargetAssignmentEpochRecord(group_id, None if value is None else value.assignment_epoch)
         case records.ShareGroupTargetAssignmentMemberKey(group=group_id, member_id=member_id):
             return ShareTargetAssignmentMemberRecord(
-                group_id, member_id, None if value is None else _assignment(value.topic_partitions))
+                group_id, member_id, None if value is None else assignment_of(value.topic_partitions))
         case records.ShareGroupCurrentMemberAssignmentKey(group=group_id, member_id=member_id):
             return ShareCurrentAssignmentRecord(group_id, member_id, None if value is None else ShareMemberAssignment(
                 member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
-                assigned=_assignment(value.assigned_partitions)))
+                assigned=assignment_of(value.assigned_partitions)))
     raise TypeError(f"not a share-group key: {key!r}")
 
 
