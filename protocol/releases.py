@@ -85,6 +85,13 @@ class KafkaRelease:
         return self.version >= (3, 6)
 
     @property
+    def cluster_min_insync_replicas(self) -> bool:
+        """4.1 on (KIP-966's eligible leader replicas): the active controller writes `min.insync.replicas` as a
+        cluster-level dynamic default, which DescribeConfigs then shows on every topic and broker as
+        DYNAMIC_DEFAULT_BROKER_CONFIG; before, the broker's own setting or the default."""
+        return self.version >= (4, 1)
+
+    @property
     def static_advertised_listeners(self) -> bool:
         """How DescribeConfigs shows a broker's `advertised.listeners`: 4.0 on, STATIC_BROKER_CONFIG and read-only;
         before, a per-broker dynamic config (read_only false) shown with its default's source when not set."""

@@ -21,7 +21,9 @@ segment.bytes, LIST cleanup.policy, ...). Keys, sources, synonyms, types and sec
 read_only is true for the static broker configs only: topic configs and fault hooks are alterable.
 `advertised.listeners` follows the emulated release (`kafka.version`, protocol/releases.py): from 4.0 (and
 unset) STATIC_BROKER_CONFIG with the endpoints advertised, read-only; before, a per-broker dynamic config
-(read_only false) with the source of its setting, as those releases answer.
+(read_only false) with the source of its setting, as those releases answer. From 4.1 (and unset),
+`min.insync.replicas` comes first from the cluster-level dynamic default (DYNAMIC_DEFAULT_BROKER_CONFIG, the
+broker's value) that Kafka's controller writes for eligible leader replicas (KIP-966), on topics and brokers.
 Sensitive values (the PASSWORD keys: ssl.key.password, ssl.keystore.key, cluster.secret) are answered null with
 is_sensitive set, as Kafka does.
 Skipped: documentation (null).
@@ -62,6 +64,8 @@ CLIENT_METRICS_CONFIG = 7  # Kafka's ConfigSource of a client-metrics resource's
 CLIENT_METRICS_TYPES = {"metrics": ConfigType.LIST, "interval.ms": ConfigType.INT, "match": ConfigType.LIST}
 DEFAULTS = BrokerConfig()
 ADVERTISED_LISTENERS = "advertised.listeners"
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3  # Kafka's ConfigSource of a cluster-level dynamic broker config
 
 
 @handles(describe_configs.API, "0-4")
@@ -143,9 +147,13 @@ def _broker_entry(config: BrokerConfig, key: ConfigKey) -> Entry:
 
 
 def _broker_sources(config: BrokerConfig, key: ConfigKey) -> list[tuple[str, str, int]]:
-    """(name, value, source) of a broker key: as set, when it differs from its default, then the default."""
+    """(name, value, source) of a broker key: the cluster-level dynamic default a release's controller writes
+    (`min.insync.replicas` from 4.1, and unset), as set when it differs from its default, then the default."""
     value, default = getattr(config, key.attr), getattr(DEFAULTS, key.attr)
     sources = [(key.name, render_value(default), DEFAULT_CONFIG)]
     if value != default:
         sources.insert(0, (key.name, render_value(value), STATIC_BROKER_CONFIG))
+    release = config.kafka_version
+    if key.name == MIN_INSYNC_REPLICAS and (release is None or release.cluster_min_insync_replicas):
+        sources.insert(0, (key.name, render_value(value), DYNAMIC_DEFAULT_BROKER_CONFIG))
     return sources

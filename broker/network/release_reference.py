@@ -60,6 +60,9 @@ ZooKeeper-mode broker, as 2.8 to 3.9 ran by default), and for 4.0 on (KRaft only
     ("DescribeConfigs of `advertised.listeners` on a broker",
      "its own source (DEFAULT_CONFIG when not set), read_only false (a per-broker dynamic config)",
      "STATIC_BROKER_CONFIG with the endpoints advertised, read-only"),
+    ("DescribeConfigs of `min.insync.replicas` (topics, brokers)", "the broker's setting or default",
+     "4.1 on (and unset): a cluster-level dynamic default (DYNAMIC_DEFAULT_BROKER_CONFIG), as Kafka's controller "
+     "writes it for eligible leader replicas (KIP-966); 4.0: as before"),
     ("KIP-890's check that a transactional write's partition is in its transaction "
      "(`transaction.partition.verification.enable`)", "from 3.6 (before, not checked)", "checked"),
     ("LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown",

@@ -32,7 +32,7 @@ from epoch_broker.protocol.releases import RELEASES, ZK_INTER_BROKER_APIS, parse
 from tests.broker.conftest import batch, produce_to
 from tests.interop.support import kcat_bin
 
-DEFAULT_CONFIG, STATIC_BROKER_CONFIG = 5, 4
+DEFAULT_CONFIG, STATIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 5, 4, 3
 
 
 @asynccontextmanager
@@ -153,6 +153,18 @@ async def test_advertised_listeners_are_described_as_the_release_does(release: s
         assert (entry.config_source, entry.read_only) == (source, read_only)
         if source == STATIC_BROKER_CONFIG:
             assert entry.value == f"PLAINTEXT://{started.bootstrap_servers}"
+
+
+@pytest.mark.parametrize(("release", "source"), [("4.0", DEFAULT_CONFIG), ("4.1", DYNAMIC_DEFAULT_BROKER_CONFIG),
+                                                 (None, DYNAMIC_DEFAULT_BROKER_CONFIG)])
+async def test_min_insync_replicas_is_a_cluster_default_from_4_1(release: str | None, source: int,
+                                                                 tmp_path: Path) -> None:
+    """KIP-966: a 4.1 controller writes min.insync.replicas as a cluster-level dynamic default, so every topic
+    shows it as DYNAMIC_DEFAULT_BROKER_CONFIG (not a default: confluent-kafka-python's suite counts on it)."""
+    async with claiming(release, tmp_path) as (started, client):
+        started.create_topic("t")
+        entry = await describe(client, 2, "t", "min.insync.replicas")
+        assert (entry.value, entry.config_source) == ("1", source)
 
 
 def test_kafka_python_describes_the_features_of_the_release(tmp_path: Path) -> None:
