@@ -2,7 +2,7 @@
 controller (never a password: the client sends the salt and the salted password).
 
 Behaviour: needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for every user otherwise). Per user:
-UNACCEPTABLE_CREDENTIAL (an unknown mechanism, iterations outside 4096..16384, a salt under 12 bytes, an empty
+UNACCEPTABLE_CREDENTIAL (an unknown mechanism, iterations outside 4096..16384, an empty salt, an empty
 name), DUPLICATE_RESOURCE (a user and mechanism twice), RESOURCE_NOT_FOUND (deleting what does not exist);
 a user with a failure changes nothing. A broker forwards to the controller and answers once its own metadata
 has the change, so the next SCRAM login on it uses the new credential.

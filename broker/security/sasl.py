@@ -15,7 +15,9 @@ Rules:
 - SCRAM-SHA-256/512 (RFC 5802, 7677) through scramp: no channel binding, an empty gs2 authzid (scramp's rule;
   Kafka's Java client, librdkafka and kafka-python send it empty), and no extensions: Kafka's `tokenauth=true`
   (delegation tokens) is refused.
-- Credentials: iterations within Kafka's bounds, 4096..16384; a salt of at least 12 bytes (scramp's floor).
+- Credentials: iterations within Kafka's bounds, 4096..16384; any salt that is not empty, as Kafka takes a
+  client's (scramp's own floor of 12 bytes, a policy for the salts it makes, is lowered to 1 so such a credential
+  can log in).
 - JAAS strings (`sasl.jaas.config`, Kafka's `JaasConfig`): exactly one login module, a control flag, `key=value`
   options with values quoted ("..." or '...', backslash escapes) or bare words, and a terminating `;`. The
   `user_<name>="<password>"` options of PlainLoginModule are the users PLAIN accepts; `username`/`password` are
@@ -43,7 +45,6 @@ MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 MIN_ITERATIONS = 4096  # Kafka's ScramMechanism bounds, the same for both hashes
 MAX_ITERATIONS = 16384
-MIN_SALT_LENGTH = 12  # scramp refuses a shorter salt at login, so it is refused when the credential is made
 DEFAULT_ITERATIONS = 4096
 
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -56,6 +57,11 @@ _PLAIN_FAILED = "Authentication failed: Invalid username or password"
 def _scramp() -> ModuleType:
     """scramp, imported on first use: it and what it imports cost ~20 ms of every start-up otherwise."""
     import scramp
+    import scramp.core
+
+    # Kafka takes a salted credential with any salt (confluent-kafka-python's own suite sets b"salt"); scramp
+    # would refuse one under 12 bytes at every login. Salts made here stay scramp's (16 bytes).
+    scramp.core.Salt.MIN_LENGTH = 1
 
     return scramp
 
@@ -96,8 +102,8 @@ def _check_iterations(mechanism: str, iterations: int) -> None:
 
 
 def _check_salt(salt: bytes) -> None:
-    if not isinstance(salt, bytes) or len(salt) < MIN_SALT_LENGTH:
-        raise ValueError(f"the salt must be at least {MIN_SALT_LENGTH} bytes")
+    if not isinstance(salt, bytes) or not salt:
+        raise ValueError("the salt must not be empty")
 
 
 @dataclass(frozen=True, slots=True)
