@@ -50,6 +50,7 @@ NO_REFERENCE = {24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 2
                 66: "ListTransactions", 67: "AllocateProducerIds", 68: "ConsumerGroupHeartbeat",
                 69: "ConsumerGroupDescribe", 71: "GetTelemetrySubscriptions", 72: "PushTelemetry",
                 76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge",
+                84: "ReadShareGroupState", 85: "WriteShareGroupState",
                 90: "DescribeShareGroupOffsets", 91: "AlterShareGroupOffsets", 92: "DeleteShareGroupOffsets"}
 # APIs newer than the reference folder (Kafka 4.x), checked against the 4.x JSON kafka-python vendors.
 NEWER_ONLY = {34: "AlterReplicaLogDirs", 48: "DescribeClientQuotas", 49: "AlterClientQuotas", 55: "DescribeQuorum",

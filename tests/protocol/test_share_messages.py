@@ -23,10 +23,12 @@ from epoch_broker.protocol.messages import (
     alter_share_group_offsets,
     delete_share_group_offsets,
     describe_share_group_offsets,
+    read_share_group_state,
     share_acknowledge,
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    write_share_group_state,
 )
 from epoch_broker.protocol.primitives import encode_uvarint
 from epoch_broker.protocol.records import build_batch
@@ -119,6 +121,18 @@ def test_v1_is_the_mirrors_v0_with_kafka_4_1s_changes(message: Message) -> None:
     added_paths = [v.path for v in added]
     assert [wire(v) for v in declared if v.path not in added_paths] == [wire(v) for v in expected]
     assert [v for v in declared if v.path in added_paths] == added
+
+
+@pytest.mark.parametrize("message", [m for module in (read_share_group_state, write_share_group_state)
+                                     for m in (module.REQUEST, module.RESPONSE)], ids=lambda m: m.name)
+def test_the_share_state_apis_are_the_mirrors_v0(message: Message) -> None:
+    """ReadShareGroupState (84) and WriteShareGroupState (85), between our brokers only: Kafka's v0 exactly."""
+    spec = trunk_json(message.name)
+    assert (spec["name"], spec["apiKey"], spec["type"], spec["validVersions"]) == (
+        message.name, message.api_key, message.kind, "0")
+    assert (APIS[message.api_key].versions.low, APIS[message.api_key].versions.high) == (0, 0)
+    assert ([wire(v) for v in declared_view(message, message.fields, message.cls, 0)]
+            == [wire(v) for v in reference_view(spec["fields"], 0, {})])
 
 
 # -- bytes built by hand ------------------------------------------------------------------------------------
