@@ -1,10 +1,12 @@
 """The status page renders in a real browser: headless Chromium (Debian's `chromium`) loads `/` from a broker whose
 partition went through two leader epochs and a group that committed offsets; the page's rows, epoch bands and
 the history text come from `/api/status`; a KIP-848 consumer group of two members reading the same topic shows its
-epochs and each member's partitions. A screenshot is kept under build/test-artifacts/. The page also draws what a
-live broker rarely shows at once (status_sample.json, served as a static file): a fenced broker, an offline
-partition, an epoch begun at the log end, deleted offsets, a fault hook, a consumer group member revoking a
-partition and one waiting for a partition another member still holds."""
+epochs and each member's partitions. A screenshot is kept under build/test-artifacts/. A share group (KIP-932)
+whose ShareConsumer holds records shows its member and its share-partition's SPSO, SPEO, in-flight and acquired
+records. The page also draws what a live broker rarely shows at once (status_sample.json, served as a static file):
+a fenced broker, an offline partition, an epoch begun at the log end, deleted offsets, a fault hook, a consumer
+group member revoking a partition and one waiting for a partition another member still holds, a share group of
+three members on two share-partitions."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 from PIL import Image
 
 from epoch_broker import testing
@@ -26,7 +29,7 @@ from epoch_broker.broker.status import PAGE
 from tests.helpers import ARTIFACTS, chromium
 from tests.observability.consumer_group import consumer_group
 
-TOPIC, GROUP, CONSUMER_GROUP = "orders", "billing", "shipping"
+TOPIC, GROUP, CONSUMER_GROUP, SHARE_GROUP = "orders", "billing", "shipping", "dispatch"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
 
@@ -152,6 +155,66 @@ def test_the_status_page_shows_partitions_leaders_and_epoch_history_in_headless_
     assert len(colours) > 20, "the screenshot is blank"
 
 
+def dump_dom(profile: Path, page: str) -> Element:
+    """The page's DOM once it has fetched api/status and rendered (virtual time lets that happen before the dump)."""
+    dumped = chromium(profile, "--virtual-time-budget=5000", "--window-size=1280,900", "--dump-dom", page)
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    return Dom(dumped.stdout).root
+
+
+def share_partition_cells(row: Element) -> list[str]:
+    return [row.find(cell)[0].text for cell in ("start-offset", "end-offset", "in-flight", "acquired", "archived")]
+
+
+def test_a_share_consumer_holding_records_shows_its_share_partitions_offsets_and_in_flight_records(
+        tmp_path: Path) -> None:
+    # a lock as long as a broker allows: the held records stay acquired while Chromium loads the page
+    config = {"metrics.listener": "http://127.0.0.1:0", "group.share.record.lock.duration.ms": "60000"}
+    with testing.broker(config=config) as broker:
+        broker.create_topic(TOPIC)
+        resource = ConfigResource(ResourceType.GROUP, SHARE_GROUP, incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})  # kept: the result needs its handle
+        admin.incremental_alter_configs([resource])[resource].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 100})
+        for i in range(10):
+            producer.produce(TOPIC, f"job-{i}".encode(), partition=0)
+        assert producer.flush(30) == 0  # one log batch of offsets 0-9, acquired whole
+        consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": SHARE_GROUP,
+                                  "share.acknowledgement.mode": "explicit"})
+        try:
+            consumer.subscribe([TOPIC])
+            held = testing.wait_until(lambda: consumer.poll(0.5), "the share consumer to acquire the batch")
+            assert [m.offset() for m in held] == list(range(10)), [m.error() for m in held]
+            for message in held[:4]:
+                consumer.acknowledge(message, AcknowledgeType.ACCEPT)  # SPSO moves past them
+            for message in held[4:6]:
+                consumer.acknowledge(message, AcknowledgeType.RELEASE)  # in flight again, no longer acquired
+            consumer.commit_sync(30)  # the other four stay acquired: the consumer is not polled again
+            expected = {"group_id": SHARE_GROUP, "topic": TOPIC, "partition": 0, "start_offset": 4, "end_offset": 10,
+                        "in_flight": 6, "acquired": 4, "archived": 0}
+            testing.wait_until(lambda: get_json(f"{broker.metrics_url}/api/status")["share_partitions"] == [expected],
+                               "the acknowledgements in the share-partition")
+            dom = dump_dom(tmp_path / "profile", f"{broker.metrics_url}/")
+            status = get_json(f"{broker.metrics_url}/api/status")
+        finally:
+            consumer.close()
+
+    assert status["share_partitions"] == [expected]  # still held when the page was drawn
+    (row,) = dom.find("share-partition", data_group=SHARE_GROUP, data_topic=TOPIC, data_partition="0")
+    assert share_partition_cells(row) == ["4", "10", "6", "4", "0"]
+    (group,) = [g for g in status["groups"] if g["group_id"] == SHARE_GROUP]
+    (group_row,) = dom.find("group-row", data_group=SHARE_GROUP)
+    assert (group_row.attrs["data-type"], group_row.attrs["data-group-epoch"], group_row.attrs["data-assignment-epoch"]
+            ) == ("share", str(group["group_epoch"]), str(group["assignment_epoch"]))
+    assert group_row.find("share-count")[0].text == "1 share-partition · 6 in flight"
+    (member,) = group["member_details"]
+    (member_row,) = dom.find("member-row", data_group=SHARE_GROUP)
+    assert (member_row.attrs["data-member"], member_row.attrs["data-member-epoch"], member_row.attrs["data-state"]
+            ) == (member["member_id"], str(member["member_epoch"]), "stable")
+    assert [tp.attrs["data-partitions"] for tp in member_row.find("tp", data_topic=TOPIC)] == ["0"]
+
+
 def test_the_page_draws_offline_partitions_fenced_brokers_empty_epochs_and_faults(tmp_path: Path) -> None:
     site = tmp_path / "site"
     (site / "api").mkdir(parents=True)
@@ -189,5 +252,14 @@ def test_the_page_draws_offline_partitions_fenced_brokers_empty_epochs_and_fault
     assert [tp.attrs["data-partitions"] for tp in awaiting.find("tp", data_topic=TOPIC)] == ["1"]
     (client,) = dom.find("client", data_client_id="rdkafka")  # KIP-714: a client instance pushing telemetry
     assert (client.attrs["data-instance"], client.attrs["data-metrics"]) == ("x3bV0Zq1T8e8oYkqj4cL2w", "31")
+    (share,) = dom.find("group-row", data_group=SHARE_GROUP)
+    assert (share.attrs["data-type"], share.attrs["data-group-epoch"]) == ("share", "4")
+    assert share.find("share-count")[0].text == "2 share-partitions · 50 in flight"
+    members = dom.find("member-row", data_group=SHARE_GROUP)  # two of the three share partition 0
+    assert [(m.attrs["data-member-epoch"], [tp.attrs["data-partitions"] for tp in m.find("tp", data_topic=TOPIC)])
+            for m in members] == [("4", ["0"]), ("4", ["1"]), ("3", ["0"])]
+    rows = dom.find("share-partition", data_group=SHARE_GROUP, data_topic=TOPIC)
+    assert [(r.attrs["data-partition"], share_partition_cells(r)) for r in rows] == [
+        ("0", ["1150", "1200", "50", "20", "4"]), ("1", ["1430", "1430", "0", "0", "0"])]
     internal = [t for t in dom.find("topic") if t.attrs.get("data-internal") == "true"]
     assert [t.attrs["data-topic"] for t in internal] == ["__consumer_offsets"] and "open" not in internal[0].attrs
