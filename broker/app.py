@@ -52,6 +52,7 @@ from epoch_broker.broker.metadata.stored_log import CorruptMetadataLog
 from epoch_broker.broker.network.dispatch import Dispatcher
 from epoch_broker.broker.network.server import KafkaServer
 from epoch_broker.broker.replica.replica_manager import ReplicaManager, log_config_for
+from epoch_broker.broker.replica.share_persister import CoordinatorPersister
 from epoch_broker.broker.replica.share_sessions import release
 from epoch_broker.broker.security import authorization
 from epoch_broker.broker.security.listeners import add_config_users, bind_listeners
@@ -85,6 +86,7 @@ class Broker:
         self.client_metrics = ClientMetricsManager(lambda: self.metadata.client_metrics)  # KIP-714 telemetry
         self._log_manager: LogManager | None = None
         self._replica_manager: ReplicaManager | None = None
+        self._share_persister: CoordinatorPersister | None = None  # share-partition state at group coordinators
         self._group_coordinator: GroupCoordinator | None = None  # made on first use, or at start if needed
         self._transaction_coordinator: TransactionCoordinator | None = None  # likewise
         self.metadata_subscribers: list[Callable[[list[Any]], None]] = []  # after the replica manager
@@ -185,6 +187,7 @@ class Broker:
                      "after a clean shutdown" if clean else "no clean-shutdown marker: logs recovered")
         self._replica_manager = ReplicaManager(config, self._log_manager, self.metadata, self._channel, self.faults,
                                               lambda: self.broker_epoch, self.metrics)
+        self._share_persister = self._replica_manager.share_persister = CoordinatorPersister(self)
         self.dispatcher = Dispatcher(self)
         self.dispatcher.ready.clear()
         self._replica_manager.may_open_log = self.file_budget.can_open_log
@@ -337,6 +340,8 @@ class Broker:
             await self._replica_manager.shutdown()
         if self.server is not None:
             await self.server.stop()
+        if self._share_persister is not None:
+            await self._share_persister.close()
         if self._transaction_coordinator is not None:
             await self._transaction_coordinator.stop()
         if self._group_coordinator is not None:

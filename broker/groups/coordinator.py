@@ -46,10 +46,12 @@ from epoch_broker.broker.groups.offset_metadata_manager import (
     OffsetKey,
     OffsetToCommit,
 )
+from epoch_broker.broker.groups.records import ShareSnapshotKey
 from epoch_broker.broker.groups.runtime import ShardRuntime
 from epoch_broker.broker.groups.shard import GroupCoordinatorShard
 from epoch_broker.broker.groups.share_group import ShareGroup
 from epoch_broker.broker.groups.share_protocol import ShareGroupConfig, ShareHeartbeatRequest, ShareHeartbeatResult
+from epoch_broker.broker.groups.share_state import NOT_WRITTEN, ShareState
 from epoch_broker.broker.metadata.records import PartitionRecord, RemoveTopicRecord, TopicRecord
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.records import build_batch
@@ -463,6 +465,20 @@ class GroupCoordinator:
     async def share_group_heartbeat(self, request: ShareHeartbeatRequest) -> ShareHeartbeatResult:
         """Raises KafkaError with the heartbeat's error (and Kafka's message)."""
         return await (await self._heartbeat_shard(request.group_id)).groups.share_group_heartbeat(request)
+
+    async def read_share_state(self, key: ShareSnapshotKey, leader_epoch: int) -> tuple[ErrorCode, ShareState]:
+        """ReadShareGroupState of one share-partition (`share_state.py`), or the coordinator's error."""
+        error = self.coordinator_error(key.group)
+        if error is not ErrorCode.NONE:
+            return error, NOT_WRITTEN
+        return await self._shard(key.group).share_states.read(key, leader_epoch)
+
+    async def write_share_state(self, key: ShareSnapshotKey, state: ShareState) -> ErrorCode:
+        """WriteShareGroupState of one share-partition (`share_state.py`), or the coordinator's error."""
+        error = self.coordinator_error(key.group)
+        if error is not ErrorCode.NONE:
+            return error
+        return await self._shard(key.group).share_states.write(key, state)
 
     def describe_share_group(self, group_id: str) -> tuple[ErrorCode, ShareGroup | None]:
         """(NONE, the group), or the coordinator's error, or GROUP_ID_NOT_FOUND for an unknown group or one of

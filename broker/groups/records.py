@@ -44,6 +44,16 @@ DSL). The key's version names the record type:
     key v14 ShareGroupCurrentMemberAssignmentKey      value: member_epoch, previous_member_epoch int32, state
                                                              int8, assigned_partitions[]: topic_id, partitions[]
 
+  Share-partition state (KIP-932): Kafka keeps it in `__share_group_state` behind its share coordinator, as
+  ShareSnapshotKey v0 / ShareSnapshotValue v0; here it lives in the share group's own partition (broker/groups/
+  share_state.py says why), the same key and value at a key version Kafka does not use:
+
+    key v1000 ShareSnapshotKey                        group_id string, topic_id uuid, partition int32
+                                                      value: snapshot_epoch uint16, state_epoch, leader_epoch
+                                                             int32, start_offset int64, state_batches[]:
+                                                             first_offset, last_offset int64, delivery_state
+                                                             int8, delivery_count int16
+
 Rules:
 - We write offset keys v1, offset values v3 (with the committed leader epoch, KIP-320), group keys v2 and
   group values v3; we read every version up to those (v4, flexible, is Kafka 3.x+ and not written here).
@@ -139,6 +149,53 @@ class OffsetKey:
 @dataclass(frozen=True, slots=True)
 class GroupKey:
     group: str
+
+
+SHARE_SNAPSHOT_KEY_VERSION = 1000
+SHARE_SNAPSHOT_KEY = Message(
+    "ShareSnapshotKey", kind="data", versions="1000", flexible="none",
+    fields=[Field("group_id", "string", "1000"), Field("topic_id", "uuid", "1000"),
+            Field("partition", "int32", "1000")],
+)
+SHARE_SNAPSHOT_VALUE = Message(
+    "ShareSnapshotValue", kind="data", versions="0", flexible="0+",
+    fields=[
+        Field("snapshot_epoch", "uint16", "0"),
+        Field("state_epoch", "int32", "0+"),
+        Field("leader_epoch", "int32", "0+"),
+        Field("start_offset", "int64", "0"),
+        Field("state_batches", "[]StateBatch", "0", fields=[
+            Field("first_offset", "int64", "0"),
+            Field("last_offset", "int64", "0"),
+            Field("delivery_state", "int8", "0"),
+            Field("delivery_count", "int16", "0"),
+        ]),
+    ],
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSnapshotKey:
+    """One share group's state of one topic partition."""
+
+    group: str
+    topic_id: bytes
+    partition: int
+
+
+def share_snapshot_key(key: ShareSnapshotKey) -> bytes:
+    fields = SHARE_SNAPSHOT_KEY.cls(group_id=key.group, topic_id=key.topic_id, partition=key.partition)
+    return _versioned(SHARE_SNAPSHOT_KEY, fields, SHARE_SNAPSHOT_KEY_VERSION)
+
+
+def share_snapshot_value(value: Any) -> bytes:
+    """`value` is a SHARE_SNAPSHOT_VALUE.cls instance."""
+    return _versioned(SHARE_SNAPSHOT_VALUE, value, 0)
+
+
+def decode_share_snapshot_value(buf: bytes) -> Any:
+    (version,) = _VERSION.unpack_from(buf)
+    return SHARE_SNAPSHOT_VALUE.decode_from(buf, version, _VERSION.size)[0]
 
 
 # -- consumer groups (KIP-848) -----------------------------------------------------------------------------
@@ -422,8 +479,11 @@ def group_value(value: Any) -> bytes:
     return _versioned(GROUP_METADATA_VALUE, value, GROUP_METADATA_VALUE_VERSION)
 
 
-def decode_key(buf: bytes) -> OffsetKey | GroupKey | ModernGroupKey:
+def decode_key(buf: bytes) -> OffsetKey | GroupKey | ModernGroupKey | ShareSnapshotKey:
     (version,) = _VERSION.unpack_from(buf)
+    if version == SHARE_SNAPSHOT_KEY_VERSION:
+        key = SHARE_SNAPSHOT_KEY.decode_from(buf, version, _VERSION.size)[0]
+        return ShareSnapshotKey(key.group_id, bytes(key.topic_id), key.partition)
     if version in (0, 1):
         key = OFFSET_COMMIT_KEY.decode_from(buf, version, _VERSION.size)[0]
         return OffsetKey(key.group, key.topic, key.partition)

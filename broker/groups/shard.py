@@ -4,13 +4,14 @@ work that needs both managers.
 
 Rules:
 - `replay` applies one record read while loading, by its key's type: OffsetCommit (key v0-1) to the offset
-  manager, GroupMetadata (key v2) and the consumer groups' records (key v3-v8) to the group manager. Transaction markers
+  manager, GroupMetadata (key v2) and the consumer and share groups' records (key v3-v14) to the group manager, the
+  share-partitions' state (key v1000) to the share state manager (`share_state.py`). Transaction markers
   go to `replay_end_transaction_marker`. Nothing is visible to requests until the coordinator installs the shard
   after `on_loaded`.
 - Deleting a group (DeleteGroups, or expiry of an empty group with no offsets left) writes the tombstones of all
-  its offsets (pending ones too) and of the group in one batch. The group is Dead while they are written, so
-  nobody joins it and no offset is committed to it meanwhile; Empty again if they cannot be. Only once they are
-  replicated are the group and its offsets forgotten.
+  its offsets (pending ones too), of its share-partitions' state and of the group in one batch. The group is
+  Dead while they are written, so nobody joins it and no offset is committed to it meanwhile; Empty again if
+  they cannot be. Only once they are replicated are the group and its offsets forgotten.
 - Expiry (KIP-211) runs group by group: first the expired offsets' tombstones, then, for a group left empty with
   no offsets (committed or pending), the group's.
 """
@@ -24,6 +25,7 @@ from epoch_broker.broker.groups.group import Group
 from epoch_broker.broker.groups.group_metadata_manager import GroupMetadataManager
 from epoch_broker.broker.groups.offset_metadata_manager import NO_PRODUCER_ID, OffsetMetadataManager
 from epoch_broker.broker.groups.runtime import ShardRuntime
+from epoch_broker.broker.groups.share_state import ShareStateManager
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,7 @@ class GroupCoordinatorShard:
         self.partition = runtime.partition
         self.groups = GroupMetadataManager(runtime)
         self.offsets = OffsetMetadataManager(runtime, self.groups)
+        self.share_states = ShareStateManager(runtime)  # the share-partitions' durable state (KIP-932)
 
     # -- loading ---------------------------------------------------------------------------------------------
 
@@ -46,6 +49,8 @@ class GroupCoordinatorShard:
         elif isinstance(decoded, records.GroupKey):
             group_value = None if value is None else records.decode_group_value(value)
             self.groups.replay_classic_group(decoded.group, group_value)
+        elif isinstance(decoded, records.ShareSnapshotKey):
+            self.share_states.replay(decoded, value)
         elif isinstance(decoded, records.SHARE_GROUP_KEYS):  # a share group's record (KIP-932)
             self.groups.replay_share_group_record(decoded, value)
         else:  # a consumer group's record (KIP-848)
@@ -78,7 +83,8 @@ class GroupCoordinatorShard:
         return ErrorCode.NONE
 
     async def _remove_group(self, group: Group) -> None:
-        entries = [*self.offsets.group_tombstones(group.group_id), *group.tombstone_records()]
+        entries = [*self.offsets.group_tombstones(group.group_id), *self.share_states.tombstones(group.group_id),
+                   *group.tombstone_records()]
         group.set_dead(True, self.runtime.now_ms())
         try:
             await self.runtime.append(entries)
@@ -86,6 +92,7 @@ class GroupCoordinatorShard:
             group.set_dead(False, self.runtime.now_ms())
             raise
         self.offsets.delete_group(group.group_id)
+        self.share_states.forget(group.group_id)
         self.groups.remove(group.group_id)
         log.info("group %s removed", group.group_id)
 

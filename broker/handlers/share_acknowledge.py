@@ -27,7 +27,7 @@ _LEADER_HINT_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER})
 
 
 @handles(share_acknowledge.API, "1")
-def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
+async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
     broker = context.services
     replicas = broker.replica_manager
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
@@ -55,7 +55,7 @@ def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
             elif topics[topic_id].name not in readable:
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:
-                code = acknowledge(replicas, group_id, member_id, topic_id, wanted.partition_index,
+                code = await acknowledge(replicas, group_id, member_id, topic_id, wanted.partition_index,
                                    wanted.acknowledgement_batches)
             leader = R.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
             if code in _LEADER_HINT_ERRORS and (partition := replicas.get_by_id(topic_id,

@@ -98,7 +98,7 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
             continue
         fetchable.append((topic_id, index))
         if batches:
-            answer(topic_id, index).acknowledge_error_code = acknowledge(replicas, group_id, member_id, topic_id,
+            answer(topic_id, index).acknowledge_error_code = await acknowledge(replicas, group_id, member_id, topic_id,
                                                                          index, batches)
     if epoch == FINAL_EPOCH:
         release(replicas, group_id, member_id, session.partitions)
@@ -118,8 +118,8 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
                 answer(topic_id, index).error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 failed += 1
                 continue
-            result = partition.share_fetch(group_id, member_id, settings, request.max_records - acquired,
-                                           request.batch_size, max(budget, 1))
+            result = await partition.share_fetch(group_id, member_id, settings, replicas.share_persister,
+                                                 request.max_records - acquired, request.batch_size, max(budget, 1))
             if result.error != ErrorCode.NONE:
                 response = answer(topic_id, index)
                 response.error_code = result.error

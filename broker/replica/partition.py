@@ -51,14 +51,20 @@ Rules:
 - Share groups (KIP-932): the share-partitions (`share_partition.py`: the in-flight records of one share group
   here) live on the leader and change only through `share_fetch`, `share_acknowledge` and `share_release_member`,
   each after the leader check (NOT_LEADER_OR_FOLLOWER off the leader) and after expiring the locks that ran out.
-  A new share-partition starts where its group's `share.auto.offset.reset` says (the high
-  watermark, the log start, or the first record since a time). A share fetch reads from the share-partition's
-  next fetch offset up to the high watermark (read_committed groups: the last stable offset, the batches of aborted
-  transactions archived as they are acquired) and sends the whole
-  batches holding what it acquired. One timer per share-partition expires its locks and wakes waiting fetches;
-  records released or expired wake them too. A log start past the share-partition's start (retention,
-  DeleteRecords) archives what it passed. Leaving leadership drops the share-partitions (their state is not yet
-  persisted: a new leader starts them afresh from `share.auto.offset.reset`).
+  Their state is durable at the share group's coordinator (`share_persister.py`): a leader first reads it, at its
+  leader epoch (fencing the leaders before it); state never written starts where the group's
+  `share.auto.offset.reset` says (the high watermark, the log start, or the first record since a time) and is
+  written at once. What the state holds past this log's end is forgotten (a leader change with truncation: those
+  offsets will hold other records). Acquisitions and acknowledgements are written before they are answered:
+  records are sent only once their delivery counts are durable, an acknowledgement succeeds only once it is;
+  releases (sessions ending) and lock expiries are written behind. A write that fails (a newer leader read the
+  state, its offsets were reset, the coordinator is unreachable) drops the share-partition: nothing of it is
+  answered, and the next share fetch reads the durable state again.
+  A share fetch reads from the share-partition's next fetch offset up to the high watermark (read_committed
+  groups: the last stable offset, the batches of aborted transactions archived as they are acquired) and sends
+  the whole batches holding what it acquired. One timer per share-partition expires its locks and wakes waiting
+  fetches; records released or expired wake them too. A log start past the share-partition's start (retention,
+  DeleteRecords) archives what it passed. Leaving leadership drops the share-partitions.
 - `fault.high.watermark.held`: follower fetches see `follower_high_watermark`, frozen at the value the high
   watermark had when the hold began.
 """
@@ -74,7 +80,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from epoch_broker.broker import events
 from epoch_broker.broker.faults import BrokerFaults
-from epoch_broker.broker.replica.share_partition import AcquiredRecords, SharePartition
+from epoch_broker.broker.groups.records import ShareSnapshotKey
+from epoch_broker.broker.replica.share_partition import (
+    AcquiredRecords,
+    PersisterStateBatch,
+    SharePartition,
+    ShareSnapshot,
+)
+from epoch_broker.broker.replica.share_persister import SharePersister, ShareWriter
 from epoch_broker.protocol.errors import (
     ErrorCode,
     KafkaError,
@@ -253,6 +266,8 @@ class Partition:
         self._waiters: set[asyncio.Future[None]] = set()
         self._verification_guards: dict[int, VerificationGuard] = {}  # by producer id (KIP-890)
         self.share_partitions: dict[str, SharePartition] = {}  # by share group id, on the leader (KIP-932)
+        self._share_writers: dict[str, ShareWriter] = {}  # their durable state (none: kept in memory only)
+        self._share_loading: dict[str, asyncio.Future[ErrorCode]] = {}
         self._share_timers: dict[str, asyncio.TimerHandle] = {}
 
     def __repr__(self) -> str:
@@ -498,21 +513,16 @@ class Partition:
 
     # -- share groups (KIP-932) -----------------------------------------------------------------------
 
-    def share_fetch(self, group_id: str, member_id: str, settings: ShareSettings, max_records: int,
-                    batch_size: int, max_bytes: int) -> ShareFetchResult:
+    async def share_fetch(self, group_id: str, member_id: str, settings: ShareSettings,
+                          persister: SharePersister | None, max_records: int, batch_size: int,
+                          max_bytes: int) -> ShareFetchResult:
         """Acquire records of this partition for a share group member: the batches holding them and the
-        acquired ranges (none when nothing is available: the caller may wait on this partition's futures)."""
-        error = self.leader_error(-1)
+        acquired ranges (none when nothing is available: the caller may wait on this partition's futures).
+        `persister`: where the share-partition's state is durable (None: in memory only)."""
+        error = await self._load_share_partition(group_id, settings, persister)
         if error != ErrorCode.NONE:
             return ShareFetchResult(error)
-        share = self.share_partitions.get(group_id)
-        if share is None:
-            found = None
-            if settings.start_timestamp != LATEST_TIMESTAMP:  # earliest (-2), or the first record since a time
-                found = self.log.offset_for_timestamp(settings.start_timestamp)
-            start = min(found[0], self.log.high_watermark) if found is not None else self.log.high_watermark
-            share = self.share_partitions[group_id] = SharePartition(
-                start, settings.record_lock_duration_ms, settings.delivery_count_limit, settings.max_record_locks)
+        share = self.share_partitions[group_id]
         now = _now_ms()
         share.expire_locks(now)
         if self.log.log_start_offset > share.start_offset:
@@ -539,26 +549,31 @@ class Partition:
         self._schedule_share_timer(group_id)
         if not acquired.records:
             return ShareFetchResult()
+        error = await self._write_share_state(group_id, share)  # the delivery counts, before any delivery
+        if error != ErrorCode.NONE:
+            return ShareFetchResult(error)
         sent = spans[acquired.batches]
         return ShareFetchResult(records=data[sent[0][0]:sent[-1][1]], acquired=acquired.records)
 
-    def share_acknowledge(self, group_id: str, member_id: str,
-                          batches: list[tuple[int, int, list[int]]]) -> ErrorCode:
+    async def share_acknowledge(self, group_id: str, member_id: str,
+                                batches: list[tuple[int, int, list[int]]]) -> ErrorCode:
         """A member's acknowledgements of records it acquired here (ACCEPT, RELEASE, REJECT, GAP): atomic, the
-        share-partition's error otherwise (INVALID_RECORD_STATE, INVALID_REQUEST)."""
+        share-partition's error otherwise (INVALID_RECORD_STATE, INVALID_REQUEST), answered once durable."""
         error = self.leader_error(-1)
         if error != ErrorCode.NONE:
             return error
         share = self.share_partitions.get(group_id)
         if share is None:
-            return ErrorCode.INVALID_RECORD_STATE  # nothing was acquired here for this group
+            return ErrorCode.INVALID_RECORD_STATE  # nothing was acquired here for this group (or it was reloaded)
         share.expire_locks(_now_ms())
         available = share.available_count
         error = share.acknowledge(member_id, batches)
         if share.available_count > available:
             self.wake_waiters()  # released records can go to a waiting member
         self._schedule_share_timer(group_id)
-        return error
+        if error != ErrorCode.NONE:
+            return error
+        return await self._write_share_state(group_id, share)
 
     def share_release_member(self, group_id: str, member_id: str) -> None:
         """The member's share session closed: what it still holds here becomes available again."""
@@ -566,6 +581,84 @@ class Partition:
         if share is not None and share.release_member(member_id):
             self.wake_waiters()
             self._schedule_share_timer(group_id)
+            self._write_share_state_behind(group_id, share)
+
+    async def _load_share_partition(self, group_id: str, settings: ShareSettings,
+                                    persister: SharePersister | None) -> ErrorCode:
+        """Make sure the group's share-partition is here, read from its durable state (one read for concurrent
+        fetches); the leader check first."""
+        while True:
+            error = self.leader_error(-1)
+            if error != ErrorCode.NONE or group_id in self.share_partitions:
+                return error
+            loading = self._share_loading.get(group_id)
+            if loading is None:
+                loading = self._share_loading[group_id] = asyncio.ensure_future(
+                    self._read_share_partition(group_id, settings, persister))
+                loading.add_done_callback(lambda done: self._share_loading.pop(group_id, None)
+                                          if self._share_loading.get(group_id) is done else None)
+            error = await asyncio.shield(loading)
+            if error != ErrorCode.NONE:
+                return error
+
+    async def _read_share_partition(self, group_id: str, settings: ShareSettings,
+                                    persister: SharePersister | None) -> ErrorCode:
+        leader_epoch = self.leader_epoch
+        key = ShareSnapshotKey(group_id, self.topic_id, self.index)
+        start_offset, snapshot = -1, None
+        if persister is not None:
+            error, state = await persister.read(key, leader_epoch)
+            if error != ErrorCode.NONE:
+                return _share_state_error(error)
+            start_offset = state.start_offset
+            snapshot = ShareSnapshot(state.state_epoch, state.start_offset,
+                                     tuple(PersisterStateBatch(*batch) for batch in state.state_batches))
+        if self.leader_error(-1) != ErrorCode.NONE or self.leader_epoch != leader_epoch:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER  # leadership moved while the state was read
+        if snapshot is None or start_offset < 0:
+            found = None
+            if settings.start_timestamp != LATEST_TIMESTAMP:  # earliest (-2), or the first record since a time
+                found = self.log.offset_for_timestamp(settings.start_timestamp)
+            start = min(found[0], self.log.high_watermark) if found is not None else self.log.high_watermark
+            state_epoch = 0 if snapshot is None else snapshot.state_epoch
+            share = SharePartition(start, settings.record_lock_duration_ms, settings.delivery_count_limit,
+                                   settings.max_record_locks, state_epoch=state_epoch)
+        else:
+            share = SharePartition.from_snapshot(snapshot, settings.record_lock_duration_ms,
+                                                 settings.delivery_count_limit, settings.max_record_locks)
+            share.truncate(self.log.log_end_offset)  # KIP-101/320: past our end, the offsets hold no such records
+        self.share_partitions[group_id] = share
+        if persister is None:
+            return ErrorCode.NONE
+        self._share_writers[group_id] = ShareWriter(persister, key, leader_epoch, share)
+        if start_offset < 0:  # the start chosen now holds across leader changes from here on
+            return await self._write_share_state(group_id, share)
+        return ErrorCode.NONE
+
+    async def _write_share_state(self, group_id: str, share: SharePartition) -> ErrorCode:
+        """Make the share-partition's changes so far durable; on failure it is dropped (read again next time)."""
+        writer = self._share_writers.get(group_id)
+        if writer is None or writer.share is not share:
+            return ErrorCode.NONE if self.share_partitions.get(group_id) is share else ErrorCode.NOT_LEADER_OR_FOLLOWER
+        error = await writer.flush()
+        if error != ErrorCode.NONE:
+            self._drop_share_partition(group_id, share)
+            return _share_state_error(error)
+        return ErrorCode.NONE
+
+    def _write_share_state_behind(self, group_id: str, share: SharePartition) -> None:
+        """A change nobody waits for (a release, expired locks): written in the background, dropped on failure."""
+        if group_id in self._share_writers:
+            asyncio.get_running_loop().create_task(self._write_share_state(group_id, share))
+
+    def _drop_share_partition(self, group_id: str, share: SharePartition) -> None:
+        if self.share_partitions.get(group_id) is not share:
+            return
+        del self.share_partitions[group_id]
+        self._share_writers.pop(group_id, None)
+        if (timer := self._share_timers.pop(group_id, None)) is not None:
+            timer.cancel()
+        self.wake_waiters()  # waiting fetches read the state again
 
     def _schedule_share_timer(self, group_id: str) -> None:
         if (timer := self._share_timers.pop(group_id, None)) is not None:
@@ -581,6 +674,7 @@ class Partition:
         share = self.share_partitions.get(group_id)
         if share is not None and share.expire_locks(_now_ms()):
             self.wake_waiters()
+            self._write_share_state_behind(group_id, share)
         self._schedule_share_timer(group_id)
 
     def _drop_share_partitions(self) -> None:
@@ -588,6 +682,7 @@ class Partition:
             timer.cancel()
         self._share_timers.clear()
         self.share_partitions.clear()
+        self._share_writers.clear()
 
     # -- offsets --------------------------------------------------------------------------------------
 
@@ -838,3 +933,9 @@ class Partition:
                 await asyncio.wait((future,), timeout=remaining)
             finally:
                 self.remove_waiter(future)
+
+
+def _share_state_error(error: ErrorCode) -> ErrorCode:
+    """A persister's error as a share fetch or acknowledgement answers it: a newer leader read the state (this
+    broker no longer leads, whatever its metadata says yet), else the error itself."""
+    return ErrorCode.NOT_LEADER_OR_FOLLOWER if error == ErrorCode.FENCED_LEADER_EPOCH else error

@@ -38,6 +38,7 @@ from epoch_broker.broker.metadata.image import MetadataCache, TopicState
 from epoch_broker.broker.metadata.records import RemoveTopicRecord
 from epoch_broker.broker.replica.partition import FetchResult, Partition
 from epoch_broker.broker.replica.replica_fetcher import InterBrokerLink, ReplicaFetchers
+from epoch_broker.broker.replica.share_persister import SharePersister
 from epoch_broker.broker.replica.share_sessions import ShareSessionCache
 from epoch_broker.broker.security.listeners import client_security
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
@@ -152,6 +153,7 @@ class ReplicaManager:
         self._alter_tasks: set[asyncio.Task[None]] = set()
         self._metadata_applied = asyncio.Event()  # set (and replaced) whenever metadata records are applied
         self.share_sessions = ShareSessionCache()  # the share consumers fetching here (KIP-932)
+        self.share_persister: SharePersister | None = None  # where share-partition state is durable (set by app)
 
     # -- following the metadata ---------------------------------------------------------------------
 

@@ -89,13 +89,14 @@ def update_partitions(session: ShareSession, added: list[TopicIdPartition],
     return dropped
 
 
-def acknowledge(replicas: ReplicaManager, group_id: str, member_id: str, topic_id: bytes, index: int,
-                batches: Iterable[Any]) -> ErrorCode:
-    """A member's AcknowledgementBatches for one partition, applied by the partition's leader here."""
+async def acknowledge(replicas: ReplicaManager, group_id: str, member_id: str, topic_id: bytes, index: int,
+                      batches: Iterable[Any]) -> ErrorCode:
+    """A member's AcknowledgementBatches for one partition, applied by the partition's leader here (answered
+    once durable)."""
     partition = replicas.get_by_id(topic_id, index)
     if partition is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    return partition.share_acknowledge(
+    return await partition.share_acknowledge(
         group_id, member_id, [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches])
 
 

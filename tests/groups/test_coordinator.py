@@ -25,6 +25,7 @@ from epoch_broker.broker.groups.coordinator import (
     java_string_hash,
     partition_for,
 )
+from epoch_broker.broker.groups.share_state import NOT_WRITTEN, ShareState, StateBatch
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.metadata.records import PartitionRecord, RemoveTopicRecord, TopicRecord
 from epoch_broker.broker.replica.replica_manager import InternalRecord
@@ -548,3 +549,43 @@ def test_session_timeout_bounds_are_configs_and_must_be_in_order() -> None:
     assert (config.group_min_session_timeout_ms, config.group_max_session_timeout_ms) == (1000, 20000)
     with pytest.raises(ConfigError, match="is above group"):
         build_config([("group.min.session.timeout.ms", "30000"), ("group.max.session.timeout.ms", "20000")])
+
+
+# -- share-partition state (KIP-932, share_state.py) ----------------------------------------------------------
+
+
+async def test_share_state_is_fenced_by_leader_epoch_and_state_epoch_and_survives_a_restart(
+        broker: FakeBroker, coordinator: Any) -> None:
+    key = records.ShareSnapshotKey("workers", uuid.uuid4().bytes, 2)
+    assert await coordinator.read_share_state(key, 4) == (ErrorCode.NONE, NOT_WRITTEN)  # uninitialized: start -1
+    state = ShareState(0, 4, 10, (StateBatch(10, 14, 2, 1), StateBatch(15, 19, 0, 3)))
+    assert await coordinator.write_share_state(key, state) == ErrorCode.NONE
+    assert await coordinator.write_share_state(key, state._replace(state_epoch=1)) == ErrorCode.FENCED_STATE_EPOCH
+
+    # A new leader reads at epoch 5: the stored epoch moves on, so the leader of epoch 4 is fenced from then on.
+    error, read = await coordinator.read_share_state(key, 5)
+    assert (error, read.leader_epoch, read.start_offset, read.state_batches) == (
+        ErrorCode.NONE, 5, 10, state.state_batches)
+    assert await coordinator.write_share_state(key, state._replace(start_offset=20)) == ErrorCode.FENCED_LEADER_EPOCH
+    assert (await coordinator.read_share_state(key, 4))[0] == ErrorCode.FENCED_LEADER_EPOCH
+    newer = ShareState(0, 5, 15, (StateBatch(15, 19, 4, 3),))
+    assert await coordinator.write_share_state(key, newer) == ErrorCode.NONE
+
+    # Another broker coordinating the group later replays the same state from the log, with the fencing.
+    await coordinator.stop()
+    successor = await started(broker)
+    try:
+        assert (await successor.write_share_state(key, state)) == ErrorCode.FENCED_LEADER_EPOCH
+        error, replayed = await successor.read_share_state(key, 5)
+        assert (error, replayed[:4]) == (ErrorCode.NONE, newer[:4])
+    finally:
+        await successor.stop()
+
+
+async def test_a_share_groups_tombstones_cover_its_share_state(broker: FakeBroker, coordinator: Any) -> None:
+    key = records.ShareSnapshotKey("g", uuid.uuid4().bytes, 0)
+    assert await coordinator.write_share_state(key, ShareState(0, 0, 3, ())) == ErrorCode.NONE
+    shard = coordinator.shard_of("g")
+    assert shard.share_states.tombstones("g") == [(records.share_snapshot_key(key), None)]
+    shard.share_states.forget("g")
+    assert await coordinator.read_share_state(key, 0) == (ErrorCode.NONE, NOT_WRITTEN)
