@@ -550,6 +550,8 @@ class Partition:
         if not acquired.records:
             return ShareFetchResult()
         error = await self._write_share_state(group_id, share)  # the delivery counts, before any delivery
+        if error == ErrorCode.INVALID_RECORD_STATE:  # the group's offsets were reset: read them again, silently
+            return ShareFetchResult()
         if error != ErrorCode.NONE:
             return ShareFetchResult(error)
         sent = spans[acquired.batches]
@@ -937,5 +939,10 @@ class Partition:
 
 def _share_state_error(error: ErrorCode) -> ErrorCode:
     """A persister's error as a share fetch or acknowledgement answers it: a newer leader read the state (this
-    broker no longer leads, whatever its metadata says yet), else the error itself."""
-    return ErrorCode.NOT_LEADER_OR_FOLLOWER if error == ErrorCode.FENCED_LEADER_EPOCH else error
+    broker no longer leads, whatever its metadata says yet); the state was reset (AlterShareGroupOffsets,
+    DeleteShareGroupOffsets: the records acquired are no longer held); else the error itself."""
+    return _SHARE_STATE_ERRORS.get(error, error)
+
+
+_SHARE_STATE_ERRORS = {ErrorCode.FENCED_LEADER_EPOCH: ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                       ErrorCode.FENCED_STATE_EPOCH: ErrorCode.INVALID_RECORD_STATE}
