@@ -15,7 +15,9 @@ import pytest
 
 from epoch_broker.broker.config import build_config, topic_config
 from epoch_broker.broker.faults import BrokerFaults
-from epoch_broker.broker.replica.partition import CONSUMER, DEBUGGING, EARLIEST, LATEST, Partition
+from epoch_broker.broker.groups.records import ShareSnapshotKey
+from epoch_broker.broker.groups.share_state import NOT_WRITTEN, ShareState
+from epoch_broker.broker.replica.partition import CONSUMER, DEBUGGING, EARLIEST, LATEST, Partition, ShareSettings
 from epoch_broker.broker.replica.replica_manager import log_config_for
 from epoch_broker.protocol.errors import ErrorCode
 from epoch_broker.protocol.records import build_batch
@@ -259,3 +261,84 @@ def test_a_replica_that_led_for_a_moment_and_wrote_nothing_forgets_that_epoch_wh
     assert partition.log.latest_epoch == E + 1
     assert partition.truncate_to_epoch_end(E, 3)  # the leader never saw E + 1: its answer for it is (E, 3)
     assert (partition.log.log_end_offset, partition.log.latest_epoch) == (3, E)
+
+
+# -- share-partitions and their durable state (KIP-932) ------------------------------------------------------
+
+
+class StoredShareState:
+    """The share group's coordinator as the leader sees it (share_state.py's rules, in a dict): fences older
+    leader epochs and other state epochs; `fail_writes` makes every write fail as an unreachable coordinator."""
+
+    def __init__(self) -> None:
+        self.states: dict[Any, ShareState] = {}
+        self.leader_epochs: dict[Any, int] = {}
+        self.fail_writes = False
+
+    async def read(self, key: Any, leader_epoch: int) -> tuple[ErrorCode, ShareState]:
+        if leader_epoch < self.leader_epochs.get(key, -1):
+            return FENCED, NOT_WRITTEN
+        self.leader_epochs[key] = leader_epoch
+        return NONE, self.states.get(key, NOT_WRITTEN)
+
+    async def write(self, key: Any, state: ShareState) -> ErrorCode:
+        if self.fail_writes:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if state.leader_epoch < self.leader_epochs.get(key, -1):
+            return FENCED
+        if state.state_epoch != self.states.get(key, NOT_WRITTEN).state_epoch:
+            return ErrorCode.FENCED_STATE_EPOCH
+        self.states[key] = state
+        return NONE
+
+
+SHARE = ShareSettings(record_lock_duration_ms=30_000, delivery_count_limit=5, max_record_locks=200,
+                      start_timestamp=-2)  # earliest
+
+
+def share_fetch(partition: Partition, stored: StoredShareState, member: str = "m") -> Any:
+    return asyncio.run(partition.share_fetch("g", member, SHARE, stored, 500, 500, 1 << 20))
+
+
+def test_a_share_fetch_answers_only_once_the_delivery_counts_are_durable(tmp_path: Path) -> None:
+    partition, stored = make_partition(tmp_path, isr=(0,)), StoredShareState()
+    partition.append_records_to_leader(records(b"a", b"b", b"c"))
+    got = share_fetch(partition, stored)
+    assert [tuple(a) for a in got.acquired] == [(0, 2, 1)]
+    (state,) = stored.states.values()
+    assert (state.leader_epoch, state.start_offset, state.state_batches) == (E, 0, ((0, 2, 0, 1),))  # AVAILABLE, 1
+    assert asyncio.run(partition.share_acknowledge("g", "m", [(0, 1, [1])])) == NONE  # ACCEPT 0-1
+    assert stored.states[next(iter(stored.states))].start_offset == 2
+
+
+def test_a_new_leader_starts_from_the_durable_state_and_forgets_what_is_past_its_log_end(tmp_path: Path) -> None:
+    """0-1 accepted, 2 delivered once, and 3-5 (past this log's end: written by a leader whose records were
+    truncated) in flight: only 2 comes, at its second delivery."""
+    partition, stored = make_partition(tmp_path, isr=(0,)), StoredShareState()
+    partition.append_records_to_leader(records(b"a", b"b", b"c"))
+    key = ShareSnapshotKey("g", partition.topic_id, 0)
+    stored.states[key] = ShareState(0, E - 1, 2, ((2, 2, 0, 1), (3, 5, 2, 1)))
+    got = share_fetch(partition, stored)
+    assert [tuple(a) for a in got.acquired] == [(2, 2, 2)]
+    assert stored.states[key].state_batches == ((2, 2, 0, 2),)  # 3-5 forgotten
+    assert stored.leader_epochs[key] == E
+
+
+def test_a_failed_write_drops_the_share_partition_and_the_next_fetch_reads_the_state_again(tmp_path: Path) -> None:
+    partition, stored = make_partition(tmp_path, isr=(0,)), StoredShareState()
+    partition.append_records_to_leader(records(b"a", b"b"))
+    assert [tuple(a) for a in share_fetch(partition, stored, "m1").acquired] == [(0, 1, 1)]
+    stored.fail_writes = True
+    assert asyncio.run(partition.share_acknowledge("g", "m1", [(0, 1, [1])])) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert "g" not in partition.share_partitions  # the acceptance was never durable: it did not happen
+    stored.fail_writes = False
+    assert [tuple(a) for a in share_fetch(partition, stored, "m2").acquired] == [(0, 1, 2)]
+
+
+def test_a_deposed_leaders_share_writes_are_fenced(tmp_path: Path) -> None:
+    partition, stored = make_partition(tmp_path, isr=(0,)), StoredShareState()
+    partition.append_records_to_leader(records(b"a"))
+    assert share_fetch(partition, stored).acquired
+    stored.leader_epochs[ShareSnapshotKey("g", partition.topic_id, 0)] = E + 1  # a newer leader read the state
+    assert asyncio.run(partition.share_acknowledge("g", "m", [(0, 0, [1])])) == NOT_LEADER
+    assert share_fetch(partition, stored).error == NOT_LEADER
