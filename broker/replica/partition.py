@@ -268,6 +268,7 @@ class Partition:
         self.share_partitions: dict[str, SharePartition] = {}  # by share group id, on the leader (KIP-932)
         self._share_writers: dict[str, ShareWriter] = {}  # their durable state (none: kept in memory only)
         self._share_loading: dict[str, asyncio.Future[ErrorCode]] = {}
+        self._share_writes_behind: set[asyncio.Task[ErrorCode]] = set()
         self._share_timers: dict[str, asyncio.TimerHandle] = {}
 
     def __repr__(self) -> str:
@@ -651,7 +652,9 @@ class Partition:
     def _write_share_state_behind(self, group_id: str, share: SharePartition) -> None:
         """A change nobody waits for (a release, expired locks): written in the background, dropped on failure."""
         if group_id in self._share_writers:
-            asyncio.get_running_loop().create_task(self._write_share_state(group_id, share))
+            task = asyncio.get_running_loop().create_task(self._write_share_state(group_id, share))
+            self._share_writes_behind.add(task)  # held: the loop keeps only a weak reference to a task
+            task.add_done_callback(self._share_writes_behind.discard)
 
     def _drop_share_partition(self, group_id: str, share: SharePartition) -> None:
         if self.share_partitions.get(group_id) is not share:
