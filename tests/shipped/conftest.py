@@ -7,7 +7,8 @@
   the wheel with its [spark] extra only.
 - Their programs run from a temporary directory outside the checkout, with no PYTHONPATH: only the venv answers.
 - `produce` and `read_all`: confluent-kafka on the host, as the suite's clients of those brokers; `GroupMember`
-  one of a KIP-848 consumer group (`group.protocol=consumer`), polled by the test's own thread.
+  one of a KIP-848 consumer group (`group.protocol=consumer`), polled by the test's own thread;
+  `share_group_hands_over` two ShareConsumers of a KIP-932 share group, one after the other.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import AcknowledgeType, Consumer, Message, Producer, ShareConsumer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from epoch_broker.testing import BrokerProcess
 from tests.helpers import REPO, holds_sync, not_yet, wait_for_sync
@@ -196,3 +198,64 @@ def read_as_group(members: list[GroupMember], values: list[bytes], timeout: floa
         return read >= set(values) or not_yet(f"{len(set(values) - read)} of {len(values)} not read yet")
 
     wait_for_sync(everything, timeout, interval=0, what=f"{len(values)} records read by {len(members)} members")
+
+
+def share_group_hands_over(bootstrap: str, topic: str, partitions: int, count: int = 60) -> None:
+    """A share group (KIP-932) on `topic` (`partitions` partitions, empty), read from its earliest record with
+    confluent-kafka's ShareConsumer. The first member acknowledges explicitly, committing each poll's
+    acknowledgements: it accepts every other record and releases the rest (again when they come back to it), then
+    leaves. The second member then gets exactly the records the first released, each with its delivery count one
+    higher, and those produced after; never one the first accepted."""
+    group = f"{topic}-share"
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[  # Kafka's default reads from latest
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    sent = produce(bootstrap, topic, [f"{topic}-{i}".encode() for i in range(count)], partitions=partitions)
+    assert len(sent) == count
+    accepted = set(sent[::2])
+    delivery_count: dict[bytes, int] = {}  # each record's, when the first member last had it
+
+    first = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"})
+    first.subscribe([topic])
+
+    def acknowledged() -> object:
+        batch = share_poll(first)
+        for message in batch:
+            value = bytes(message.value() or b"")
+            assert value not in accepted or value not in delivery_count, f"{value!r} delivered after its ACCEPT"
+            delivery_count[value] = int(message.delivery_count() or 0)
+            first.acknowledge(message, AcknowledgeType.ACCEPT if value in accepted else AcknowledgeType.RELEASE)
+        if batch:
+            failed = {tp: error for tp, error in first.commit_sync(30).items() if error is not None}
+            assert failed == {}, failed
+        return len(delivery_count) == count or not_yet(f"{len(delivery_count)} of {count} delivered")
+
+    try:
+        wait_for_sync(acknowledged, 90, interval=0, what=f"the first share member acknowledging {count} records")
+    finally:
+        first.close()  # leaves the group
+
+    more = produce(bootstrap, topic, [f"{topic}-late-{i}".encode() for i in range(count // 2)], partitions=partitions)
+    expected = {**{value: n + 1 for value, n in delivery_count.items() if value not in accepted},
+                **{value: 1 for value in more}}
+    second = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})  # implicit: ACCEPT at the next poll
+    second.subscribe([topic])
+    got: list[tuple[bytes, int]] = []
+
+    def handed_over() -> object:
+        got.extend((bytes(m.value() or b""), int(m.delivery_count() or 0)) for m in share_poll(second))
+        return len(got) >= len(expected) or not_yet(f"{len(got)} of {len(expected)} delivered")
+
+    try:
+        wait_for_sync(handed_over, 90, interval=0, what="the second share member getting the released records")
+    finally:
+        second.close()
+    assert len(got) == len(expected) and dict(got) == expected
+
+
+def share_poll(consumer: ShareConsumer) -> list[Message]:
+    batch = list(consumer.poll(0.5) or [])
+    errors = [m.error() for m in batch if m.error() is not None]
+    assert errors == [], errors
+    return batch

@@ -1,5 +1,6 @@
 """The installed wheel, as each kind of user gets it (issue 28): a plain `pip install epoch-broker` serves every
-codec to confluent-kafka, kafka-python and kcat; a test author's venv runs examples/test_with_epoch_broker.py
+codec to confluent-kafka, kafka-python and kcat, and a share group (issue 34) to confluent-kafka's ShareConsumer; a
+test author's venv runs examples/test_with_epoch_broker.py
 through the plugin, and `epoch-broker cluster` with a leader-kill drill; the [spark] extra alone reads a topic
 holding every codec. Everything runs from a directory outside the checkout (tests/shipped/conftest.py)."""
 
@@ -12,13 +13,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 
 from epoch_broker.drill import launcher
 from epoch_broker.testing import BrokerProcess
 from tests.helpers import REPO, free_base_port, not_yet, wait_for_sync
 from tests.interop.support import CODECS, kcat_bin
-from tests.shipped.conftest import READY_TIMEOUT_S, Venv, produce, read_all, run, user_env
+from tests.shipped.conftest import READY_TIMEOUT_S, Venv, produce, read_all, run, share_group_hands_over, user_env
 
 pytestmark = pytest.mark.slow
 RECORDS = 20
@@ -63,6 +65,12 @@ CLIENTS = {"confluent-kafka": roundtrip_confluent, "kafka-python": roundtrip_kaf
 def test_a_plain_install_serves_every_codec_to_every_client(served: BrokerProcess, client: str, codec: str) -> None:
     topic = f"{client}-{codec}"
     assert CLIENTS[client](served.bootstrap, topic, codec) == values(topic)
+
+
+def test_a_plain_install_serves_a_share_group_to_the_share_consumer(served: BrokerProcess) -> None:
+    admin = AdminClient({"bootstrap.servers": served.bootstrap})
+    admin.create_topics([NewTopic("share-queue", 3, 1)])["share-queue"].result(30)
+    share_group_hands_over(served.bootstrap, "share-queue", 3)
 
 
 def test_a_users_test_file_runs_on_the_installed_wheel_with_the_plugins_fixtures(user_venv: Venv,
