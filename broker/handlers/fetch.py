@@ -166,6 +166,4 @@ def _fill(response: Any, result: FetchResult, partition: Partition) -> None:
 
 def _leader_endpoints(broker: BrokerServices, entries: list, listener: str) -> list:
     leaders = {p.leader_id for _, response, p in entries if p is not None and response.current_leader.leader_id >= 0}
-    return [NodeEndpoint(node_id=b.node_id, host=host, port=port, rack=b.rack)
-            for node_id, b in broker.metadata.brokers.items() if node_id in leaders
-            for host, port in [b.endpoint(listener)]]
+    return broker.metadata.node_endpoints(leaders, listener, NodeEndpoint)

@@ -199,8 +199,5 @@ def _response(context: RequestContext[BrokerServices], results: list) -> Any:
                 leaders.add(partition.leader_id)
             partitions.append(response)
         topics.append(TopicResponse(name=name or "", topic_id=topic.topic_id, partition_responses=partitions))
-    brokers = context.services.metadata.brokers
-    endpoints = [NodeEndpoint(node_id=b.node_id, host=host, port=port, rack=b.rack)
-                 for node_id, b in brokers.items() if node_id in leaders
-                 for host, port in [b.endpoint(context.listener)]]
+    endpoints = context.services.metadata.node_endpoints(leaders, context.listener, NodeEndpoint)
     return Response(responses=topics, node_endpoints=endpoints)

@@ -66,7 +66,5 @@ async def handle(context: RequestContext[BrokerServices], request: Any) -> Any:
                                                        current_leader=leader))
     if epoch == FINAL_EPOCH:
         release(replicas, group_id, member_id, session.partitions)
-    endpoints = [R.NodeEndpoint(node_id=node_id, host=host, port=port, rack=b.rack)
-                 for node_id, b in broker.metadata.brokers.items() if node_id in leaders
-                 for host, port in [b.endpoint(context.listener)]]
-    return R.cls(responses=responses, node_endpoints=endpoints)
+    return R.cls(responses=responses,
+                 node_endpoints=broker.metadata.node_endpoints(leaders, context.listener, R.NodeEndpoint))

@@ -168,9 +168,7 @@ def _response(answers: dict[tuple[bytes, int], Any], leaders: Any, lock_ms: int,
     by_topic: dict[bytes, list[Any]] = {}
     for (topic_id, _), partition in answers.items():
         by_topic.setdefault(topic_id, []).append(partition)
-    endpoints = [R.NodeEndpoint(node_id=node_id, host=host, port=port, rack=b.rack)
-                 for node_id, b in broker.metadata.brokers.items() if node_id in leaders
-                 for host, port in [b.endpoint(listener)]]
+    endpoints = broker.metadata.node_endpoints(leaders, listener, R.NodeEndpoint)
     return R.cls(acquisition_lock_timeout_ms=lock_ms, node_endpoints=endpoints,
                  responses=[R.ShareFetchableTopicResponse(topic_id=topic_id, partitions=partitions)
                             for topic_id, partitions in by_topic.items()])

@@ -13,7 +13,7 @@ Rules:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,6 +190,14 @@ class MetadataCache:
     def live_brokers(self) -> dict[int, RegisterBrokerRecord]:
         """Registered and not fenced: the brokers Metadata lists and elections pick from."""
         return {n: b for n, b in self.brokers.items() if n not in self.fenced_brokers}
+
+    def node_endpoints(self, nodes: Iterable[int], listener: str, endpoint_class: Any) -> list[Any]:
+        """The NodeEndpoint entries (node_id, host, port, rack) a response class takes for `nodes` that are
+        registered, as clients of `listener` reach them: what Produce, Fetch, ShareFetch and ShareAcknowledge
+        name beside a leader hint (KIP-951)."""
+        wanted = set(nodes)
+        return [endpoint_class(node_id=node_id, host=host, port=port, rack=b.rack)
+                for node_id, b in self.brokers.items() if node_id in wanted for host, port in [b.endpoint(listener)]]
 
     def listed_brokers(self, linger_s: float) -> list[RegisterBrokerRecord]:
         """The brokers a Metadata answer names: the live ones, and those fenced here less than `linger_s` ago.

@@ -3,8 +3,9 @@ share-partition's writes through it): the state lives at the share group's coord
 (broker/groups/share_state.py) and is read and written with ReadShareGroupState / WriteShareGroupState.
 
 Rules:
-- The coordinator is the leader of the group's `__consumer_offsets` partition (the topic made if missing): this broker's own group coordinator
-  is called directly, another broker over one kept connection (inter_broker.py, CLUSTER_ACTION on its side).
+- The coordinator is the leader of the group's `__consumer_offsets` partition (the topic made if missing): this
+  broker's own group coordinator is called directly, another broker over one kept connection (inter_broker.py,
+  CLUSTER_ACTION on its side).
 - Coordinator moves (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, a lost connection)
   are retried, the route found again each time, until REQUEST_TIMEOUT_S has passed; then the last error is the
   answer. FENCED_LEADER_EPOCH and FENCED_STATE_EPOCH are answers at once.
