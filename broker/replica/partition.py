@@ -656,6 +656,12 @@ class Partition:
             self._share_writes_behind.add(task)  # held: the loop keeps only a weak reference to a task
             task.add_done_callback(self._share_writes_behind.discard)
 
+    def share_tasks(self) -> list[asyncio.Future[Any]]:
+        """The share state reads and writes in flight (shutdown cancels them: the state then lags by the releases
+        and expiries written behind, which a restart redelivers at their counts)."""
+        writing = [writer.task for writer in self._share_writers.values() if writer.task is not None]
+        return [*self._share_loading.values(), *self._share_writes_behind, *writing]
+
     def _drop_share_partition(self, group_id: str, share: SharePartition) -> None:
         if self.share_partitions.get(group_id) is not share:
             return

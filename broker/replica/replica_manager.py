@@ -281,8 +281,9 @@ class ReplicaManager:
             partition.wake_waiters()
 
     async def shutdown(self) -> None:
-        """Stop the replica fetchers, the ISR check and AlterPartitions in flight (before the logs close)."""
-        tasks = list(self._alter_tasks)
+        """Stop the replica fetchers, the ISR check, AlterPartitions and share state writes in flight (before the
+        logs close)."""
+        tasks = [*self._alter_tasks, *(task for p in self.partitions.values() for task in p.share_tasks())]
         if self._isr_check is not None:
             tasks.append(self._isr_check)
         for task in tasks:

@@ -135,15 +135,15 @@ class ShareWriter:
         self.share = share
         self.error = ErrorCode.NONE  # what ended the writer
         self._waiting: list[asyncio.Future[ErrorCode]] = []
-        self._task: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[None] | None = None
 
     async def flush(self) -> ErrorCode:
         if self.error != ErrorCode.NONE:
             return self.error
         future: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
         self._waiting.append(future)
-        if self._task is None:
-            self._task = asyncio.create_task(self._run())
+        if self.task is None:
+            self.task = asyncio.create_task(self._run())
         return await asyncio.shield(future)  # a caller giving up does not stop the write the others wait for
 
     async def _run(self) -> None:
@@ -166,4 +166,4 @@ class ShareWriter:
             for future in self._waiting:
                 future.set_result(self.error)
             self._waiting = []
-            self._task = None
+            self.task = None
