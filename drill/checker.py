@@ -51,6 +51,45 @@ Consumers and their assignments (the `member`, `assigned` and `revoked` events o
     its members' sessions afresh when it loads the group), which is the case in the drills: their faults never
     cut a live member off its coordinator for good. A report of owned_twice is therefore a finding, whichever
     protocol: the examples name both members and the times.
+
+Share groups (KIP-932; the `share_group`, `share_member`, `share_acquire` and `share_ack` events): a delivery is a
+`share_acquire` (a member's poll returned the record, with the delivery count its client reports), an outcome a
+`share_ack` (error null: the broker answered it without error; an error, or no event, proves nothing either
+way: the broker may or may not have applied it). What a share-partition guarantees, and so what is checked:
+- Every acquisition of a record raises its delivery count by one and takes a lock of its own: a delivery count
+  names one lock. The broker gives a count back only when it releases the records of a member whose share
+  session ended (Kafka 4.2's releaseAcquiredRecords, KAFKA-17541: its connection dropped or it closed), because
+  those records were fetched and maybe never delivered; records whose lock runs out, or released
+  (RELEASE), keep their count. A leader that fails over reads the count back from the durable state (acquired
+  records as available with their count), so the next acquisition has a higher one.
+- share_locked_twice: two deliveries of one record with one delivery count are one lock given twice (two
+  members, or one, holding the record at once), unless the first one's member ended (`share_member` end, which
+  a drill records before it kills the process) between the two: then the count was given back. Times are not
+  compared with the lock duration: a client's delivery time bounds the broker's acquisition from one side only
+  (the broker acquired it before, by up to a fetch and the client's buffering), so an overlap of observed
+  intervals would prove nothing; a repeated count does, whatever the timing.
+- share_delivery_count: a record's deliveries, in the order observed, never go below an earlier one's count
+  (a count going back means the share-partition's state was lost, as a new leader without durable state starts
+  afresh), and never pass the group's `share.delivery.count.limit` (the `share_group` event): at the limit a
+  release or a lock expiry archives the record, and a given-back count is one below its last delivery's.
+- share_accepted_twice: ACCEPT and REJECT are final (ACKNOWLEDGED, ARCHIVED): the record is never acquired again.
+  An acknowledgement answered without error is not always one the broker applied, though: one of an offset below
+  the share-partition's start (everything below it is finished) is skipped and answered NONE, as Kafka does. So
+  a member whose lock expired (a stall) while another member got the record and accepted it, the start moving
+  past it, sees its own late ACCEPT succeed too. Of two final acknowledgements that succeeded, each of the
+  delivery its member last had (its delivery count), only the one of the higher count can have been applied
+  (the later acquisition; the earlier holder's lock had ended), and the other is then a skipped one only if the
+  broker took it after it had applied the first: after the first's acknowledgement was sent (`sent`, else its
+  delivery). A failure is therefore two successful final acknowledgements of equal counts, or the lower count's
+  answered before the higher count's was sent: the record was acquired again after a final acknowledgement. A
+  member whose acknowledgement failed (its lock had expired, the leader changed, no answer) may get the record
+  again, or another member may, and accept it: at-least-once delivery is the share group's contract.
+- share_lost: every record of the final log (of the share group's topic) ends: an ACCEPT or REJECT succeeded,
+  or its last delivery was at the delivery count limit (whatever became of that one: a RELEASE or a lock expiry
+  archives it there, an ACCEPT finishes it, and a crash gives its count back, so another delivery follows). A
+  drill's members finish every record below the high watermarks before they close.
+- Counts and examples are per record (group, partition, offset); a delivery count of -1 (a client that does not
+  report it) takes no part in the count rules.
 """
 
 from __future__ import annotations
@@ -99,6 +138,16 @@ INVARIANTS: dict[str, str] = {
     "unconsumed": "a record of the final log that no member of a consumer group read: a group whose members commit "
                   "what they have read consumes every record at least once, through every rebalance and "
                   "coordinator change (a drill's members read up to the high watermarks before they close)",
+    "share_accepted_twice": "a record of a share group with two final acknowledgements (ACCEPT or REJECT) that "
+                            "succeeded and cannot have been one applied and one skipped (below the share-partition's "
+                            "start): equal delivery counts, or the lower one's answered before the higher one's "
+                            "was sent",
+    "share_lost": "a record of the final log that a share group neither accepted nor rejected (successfully) nor "
+                  "delivered up to its delivery count limit",
+    "share_locked_twice": "two deliveries of a record by a share group with one delivery count (one acquisition "
+                          "lock given twice), without the first holder's session ending between them",
+    "share_delivery_count": "a share group's delivery of a record with a count below an earlier delivery's, or "
+                            "above the group's delivery count limit",
     "pipeline_exactly_once": "a record of the input's final read_committed log without exactly one row in the "
                              "pipeline's read_committed output, or an output row that names no such record (one "
                              "of an aborted transaction, or of none)",
@@ -251,7 +300,7 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
                   _latest_regression(history, allow_unclean), undetected, _replicas_consistent(history),
                   _epoch_fenced_produce(history), _aborted_read(history), _partial_transaction(history),
                   poll_skip, nonmonotonic_poll, _owned_twice(history), _unconsumed(history),
-                  *_pipeline(history)]
+                  *_share(history), *_pipeline(history)]
     acks = [event for _, event in history.of_op("ack")]
     figures: dict[str, int | float] = {
         "events": len(history.events),
@@ -274,6 +323,7 @@ def check(events: list[Event], *, final_reader: str = FINAL_READER, allow_acks1_
         figures.update({f"transactions_{outcome}": outcomes.count(outcome)
                         for outcome in ("commit", "abort", "unknown")})
     figures.update(_group_figures(history))
+    figures.update(_share_figures(history))
     figures.update(_pipeline_figures(history))
     return CheckResult(invariants, figures, history.start)
 
@@ -666,6 +716,156 @@ def _unconsumed(history: _History) -> Invariant:
                 found.add(f"{group} {_name(record[0])} offset {reads[0]['offset']} ({record[1]!r}): read by none "
                           f"of its {len(members)} members")
     return found.verdict("unconsumed", note)
+
+
+ShareRecord = tuple[str, TopicPartition, int]  # a record of a share group: group, partition, offset
+_FINAL_ACKS = ("accept", "reject")
+
+
+@dataclass(slots=True)
+class _ShareGroups:
+    """Every share group's deliveries and successful acknowledgements by record, in time order, and its members'
+    session ends."""
+
+    limits: dict[str, int]  # group -> share.delivery.count.limit
+    topics: dict[str, set[str]]  # group -> the topics it reads (its share_group events and its deliveries)
+    deliveries: dict[ShareRecord, list[Event]]
+    finals: dict[ShareRecord, list[Event]]  # ACCEPTs and REJECTs that succeeded
+    releases: int  # RELEASEs that succeeded
+    failed: int  # acknowledgements whose outcome was an error
+    ends: dict[str, list[float]]  # member -> the times its sessions ended
+
+    @classmethod
+    def build(cls, history: _History) -> _ShareGroups:
+        groups = cls({}, defaultdict(set), defaultdict(list), defaultdict(list), 0, 0, defaultdict(list))
+        for _, event in history.of_op("share_group"):
+            groups.limits[event["group"]] = event["delivery_count_limit"]
+            groups.topics[event["group"]].add(event["topic"])
+        for _, event in history.of_op("share_member"):
+            if event["phase"] == "end":
+                groups.ends[event["member"]].append(event["time"])
+        for _, event in history.of_op("share_acquire"):
+            groups.deliveries[event["group"], _partition(event), event["offset"]].append(event)
+            groups.topics[event["group"]].add(event["topic"])
+        for _, event in history.of_op("share_ack"):
+            if event["error"] is not None:
+                groups.failed += 1
+            elif event["ack"] in _FINAL_ACKS:
+                groups.finals[event["group"], _partition(event), event["offset"]].append(event)
+            else:
+                groups.releases += 1
+        return groups
+
+    def delivery_acked(self, record: ShareRecord, ack: Event) -> Event | None:
+        """The delivery an acknowledgement was of: its member's last delivery of the record before it (None: no
+        such delivery, or one of unknown count)."""
+        before = [event for event in self.deliveries.get(record, [])
+                  if event["client"] == ack["client"] and event["time"] <= ack["time"]]
+        return before[-1] if before and before[-1]["delivery_count"] >= 0 else None
+
+    def ended_between(self, member: str, start: float, end: float) -> bool:
+        return any(start <= at <= end for at in self.ends.get(member, []))
+
+    def archived(self, record: ShareRecord) -> bool:
+        """Was its last delivery at its group's delivery count limit (without a limit known: never)?"""
+        deliveries = self.deliveries.get(record, [])
+        limit = self.limits.get(record[0])
+        return bool(deliveries) and limit is not None and deliveries[-1]["delivery_count"] >= limit
+
+
+def _share_name(record: ShareRecord) -> str:
+    return f"{record[0]} {_name(record[1])} offset {record[2]}"
+
+
+def _share(history: _History) -> tuple[Invariant, Invariant, Invariant, Invariant]:
+    """share_accepted_twice, share_lost, share_locked_twice and share_delivery_count (the module docstring says
+    why each holds); without share group events, all four pass, saying so."""
+    notes = {"share_accepted_twice": "no record finished twice: of two ACCEPTs or REJECTs that succeeded, one was "
+                                     "skipped below the start after the other was applied",
+             "share_lost": "every record of the final log was accepted or rejected, or delivered up to its limit, "
+                           "by each share group",
+             "share_locked_twice": "no delivery count of a record (one acquisition lock) delivered twice, but after "
+                                   "its holder's session ended",
+             "share_delivery_count": "a record's delivery counts never go back nor pass the delivery count limit"}
+    groups = _ShareGroups.build(history)
+    if not groups.topics:
+        return tuple(Invariant(name, True, 0, [], note + " (no share group)")  # type: ignore[return-value]
+                     for name, note in notes.items())
+    twice, lost, locked, counts = _Findings(), _Findings(), _Findings(), _Findings()
+    for record, finals in sorted(groups.finals.items()):
+        held = [(ack, delivery) for ack in finals if (delivery := groups.delivery_acked(record, ack)) is not None]
+        held.sort(key=lambda pair: pair[1]["delivery_count"])
+        for index, (high, high_delivery) in enumerate(held):
+            for low, low_delivery in held[:index]:
+                high_sent = high.get("sent", high_delivery["time"])
+                if low_delivery["delivery_count"] < high_delivery["delivery_count"] and high_sent < low["time"]:
+                    continue  # the low count's was skipped: the broker took it after applying the high count's
+                twice.add(f"{_share_name(record)}: {low['ack'].upper()} by {low['client']} of its delivery "
+                          f"{low_delivery['delivery_count']} succeeded at {history.at(low)}; {high['ack'].upper()} "
+                          f"by {high['client']} of its delivery {high_delivery['delivery_count']} (delivered at "
+                          f"{history.at(high_delivery)}) succeeded at {history.at(high)}")
+    for group, topics in sorted(groups.topics.items()):
+        for (tp, offset), read in sorted(history.final_at.items()):
+            record = (group, tp, offset)
+            if tp[0] in topics and record not in groups.finals and not groups.archived(record):
+                deliveries = groups.deliveries.get(record, [])
+                lost.add(f"{_share_name(record)} ({read['value']!r}): "
+                         + (f"delivered {len(deliveries)} times, last with count {deliveries[-1]['delivery_count']}"
+                            f" to {deliveries[-1]['client']} at {history.at(deliveries[-1])}, never finished"
+                            if deliveries else "never delivered"))
+    for record, deliveries in sorted(groups.deliveries.items()):
+        limit = groups.limits.get(record[0])
+        highest: Event | None = None
+        for index, event in enumerate(deliveries):
+            count = event["delivery_count"]
+            if count < 0:
+                continue
+            where = f"{_share_name(record)}: count {count} to {event['client']} at {history.at(event)}"
+            if limit is not None and count > limit:
+                counts.add(f"{where}, above the delivery count limit {limit}")
+            if highest is not None and count < highest["delivery_count"]:
+                counts.add(f"{where}, after count {highest['delivery_count']} to {highest['client']} at "
+                           f"{history.at(highest)}")
+            if highest is None or count > highest["delivery_count"]:
+                highest = event
+            for earlier in deliveries[:index]:
+                if earlier["delivery_count"] == count and not groups.ended_between(
+                        earlier["client"], earlier["time"], event["time"]):
+                    locked.add(f"{where}, and to {earlier['client']} at {history.at(earlier)}, whose session "
+                               "had not ended")
+    return (twice.verdict("share_accepted_twice", notes["share_accepted_twice"]),
+            lost.verdict("share_lost", notes["share_lost"]),
+            locked.verdict("share_locked_twice", notes["share_locked_twice"]),
+            counts.verdict("share_delivery_count", notes["share_delivery_count"]))
+
+
+def _share_figures(history: _History) -> dict[str, int | float]:
+    """Share-group figures, where the history has share deliveries: records delivered, deliveries, the records
+    accepted, rejected and archived at the limit, successful releases, redeliveries, failed acknowledgements,
+    final acknowledgements answered without error after the record's first (skipped below the start), member
+    starts, and deliveries of crashed members never acknowledged."""
+    groups = _ShareGroups.build(history)
+    if not groups.deliveries:
+        return {}
+    deliveries = [event for events in groups.deliveries.values() for event in events]
+    acked = {(event["client"], event["group"], _partition(event), event["offset"])
+             for _, event in history.of_op("share_ack")}
+    crashed = {event["member"] for _, event in history.of_op("share_member")
+               if event["phase"] == "end" and event["detail"] == "SIGKILL"}
+    finals = [events[0]["ack"] for events in groups.finals.values()]
+    return {"share_records": len(groups.deliveries),
+            "share_deliveries": len(deliveries),
+            "share_accepted": finals.count("accept"),
+            "share_rejected": finals.count("reject"),
+            "share_archived": sum(1 for record in groups.deliveries
+                                  if record not in groups.finals and groups.archived(record)),
+            "share_released": groups.releases,
+            "share_redeliveries": len(deliveries) - len(groups.deliveries),
+            "share_ack_failed": groups.failed,
+            "share_acks_skipped": sum(len(events) - 1 for events in groups.finals.values()),
+            "share_member_starts": sum(1 for _, event in history.of_op("share_member") if event["phase"] == "start"),
+            "share_held_at_crash": sum(1 for event in deliveries if event["client"] in crashed and (
+                event["client"], event["group"], _partition(event), event["offset"]) not in acked)}
 
 
 def _pipeline(history: _History) -> tuple[Invariant, Invariant]:

@@ -54,6 +54,19 @@ The fields of each op (`int|null` may be null; every field is required):
     revoked     a group member's client took partitions from it (on_revoke; on_lost: taken without a chance to
                 commit, the member fenced or its session lost)
                 topic: str, partitions: [int], how: "revoke" | "lost"
+    share_group a share group's configs, set before its members start (KIP-932), and a topic it reads
+                group: str, topic: str, delivery_count_limit: int, record_lock_duration_ms: int
+    share_member a share group member's life: started (phase "start") or gone (phase "end": closed, or killed,
+                recorded before the kill: its session ends no later than this)
+                group: str, member: str (the client name it records under), phase: "start" | "end",
+                detail: str|null (how it ended)
+    share_acquire a share consumer's poll returned a record it acquired (its acquisition lock is its own)
+                group: str, topic: str, partition: int, offset: int, value: str,
+                delivery_count: int (as its client reports it, -1 = unknown), leader_epoch: int (-1 = unknown)
+    share_ack   the outcome of a share consumer's acknowledgement of one record (its client's commit callback)
+                group: str, topic: str, partition: int, offset: int, ack: "accept" | "release" | "reject",
+                error: str|null (null: the broker answered it without error; without an outcome, no event)
+                optional: sent: float, when the acknowledgement was sent (the commit that carried it began)
     replica_log (optional, after healing) one replica's log of one partition
                 broker: int, topic: str, partition: int, high_watermark: int,
                 batches: [[base_offset, last_offset, leader_epoch, crc], ...],
@@ -109,16 +122,22 @@ OPS: dict[str, dict[str, tuple[type, ...]]] = {
     "member": {"group": _STR, "phase": _STR, "instance": _STR + _NULL, "protocol": _STR},
     "assigned": {"topic": _STR, "partitions": _LIST},
     "revoked": {"topic": _STR, "partitions": _LIST, "how": _STR},
+    "share_group": {"group": _STR, "topic": _STR, "delivery_count_limit": _INT, "record_lock_duration_ms": _INT},
+    "share_member": {"group": _STR, "member": _STR, "phase": _STR, "detail": _STR + _NULL},
+    "share_acquire": {"group": _STR, **_RECORD, "offset": _INT, "value": _STR, "delivery_count": _INT,
+                      "leader_epoch": _INT},
+    "share_ack": {"group": _STR, **_RECORD, "offset": _INT, "ack": _STR, "error": _STR + _NULL},
 }
 # op -> optional field -> its JSON types, checked when present
 OPTIONAL: dict[str, dict[str, tuple[type, ...]]] = {
     "send": {"leader_epoch": _INT, "broker": _INT, "probe": _STR, "txn": _INT},
     "read": {"isolation": _STR},
+    "share_ack": {"sent": (int, float)},
 }
 CHOICES: dict[str, tuple[str, ...]] = {"acks": ("all", "1"), "phase": ("start", "end"),
                                        "outcome": ("commit", "abort", "unknown"),
                                        "isolation": ("read_committed", "read_uncommitted"),
-                                       "how": ("revoke", "lost")}
+                                       "how": ("revoke", "lost"), "ack": ("accept", "release", "reject")}
 # list fields hold lists of ints of this length
 TUPLE_SIZES: dict[str, int] = {"batches": 4, "epoch_checkpoint": 2}
 INT_LISTS = ("partitions",)  # list fields holding ints

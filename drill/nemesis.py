@@ -14,6 +14,9 @@ Rules:
 - Faults on the drill's consumer group (target `group`: a member joining, leaving, the static one restarting)
   act on the workload's members (drill/workload.py's ConsumerGroup), not on a process of the cluster; which
   member is recorded with the fault. A drill without a consumer group records them as not applied.
+- Faults on the share-group drill's share group (target `share-group`: a member crashing, a member stalling)
+  act on the workload's member processes (drill/share_workload.py's ShareGroup); which member is recorded with
+  the fault. A drill without a share group records them as not applied.
 - Faults on the spark-pipeline drill's Spark job (target `spark-driver`, `spark-executor`) act on its driver
   process (drill/pipeline.py's Pipeline), not on the cluster; the executor's pid is recorded with the fault. A
   drill without a pipeline records them as not applied.
@@ -48,6 +51,7 @@ from epoch_broker.broker.faults import (
 from epoch_broker.drill import admin
 from epoch_broker.drill.history import HistoryWriter
 from epoch_broker.drill.pipeline import Pipeline
+from epoch_broker.drill.share_workload import LOCK_DURATION_MS, SHARE_GROUP_ID, ShareGroup
 from epoch_broker.drill.targets import Target, name_of, node
 from epoch_broker.drill.workload import (
     GROUP_ID,
@@ -65,6 +69,7 @@ CLOCK_SKEW_MS = 3_600_000  # clock-skew: an hour ahead (time-based rolling and r
 TXN_COORDINATOR = "txn-coordinator"  # the target of a txn fault: whoever coordinates TRANSACTIONAL_ID then
 GROUP_COORDINATOR = "group-coordinator"  # whoever coordinates the consumer group GROUP_ID then
 GROUP = "group"  # the target of a member fault: the drill's consumer group
+SHARE_GROUP = "share-group"  # the target of a share member fault: the drill's share group
 SPARK_DRIVER = "spark-driver"  # the spark-pipeline drill's driver process
 SPARK_EXECUTOR = "spark-executor"  # one of its executor JVMs
 STATE_TIMEOUT_S = 30.0  # a composite fault's wait for the cluster to reach its next step
@@ -156,6 +161,14 @@ FAULTS: dict[str, FaultKind] = {
                                 "timeout: it gets its partitions back without them moving to another member "
                                 "(KIP-345; with the consumer protocol, KIP-848's member epoch -2)", GROUP,
                                 (0.5, 2.0)),
+    "share-member-crash": FaultKind("SIGKILL the longest-running member of the drill's share group "
+                                    f"({SHARE_GROUP_ID}) mid-batch, holding records it acquired and never "
+                                    "acknowledged (the broker releases them when its connection drops); a "
+                                    "replacement member starts after the duration", SHARE_GROUP, (1.0, 3.0)),
+    "share-member-stall": FaultKind("SIGSTOP the longest-running member of the drill's share group past its "
+                                    f"records' acquisition locks ({LOCK_DURATION_MS} ms), its connection open: "
+                                    "their locks expire and other members get them; SIGCONT after the duration, "
+                                    "when its acknowledgements of them fail", SHARE_GROUP, (4.0, 6.0)),
     "driver-kill": FaultKind("SIGKILL the spark-pipeline drill's Spark driver with everything it started (its JVM, "
                              "the executors, their Python workers) mid-query; after the duration it starts again "
                              "from its checkpoint (the same query id: micro-batches it had not finished run again), "
@@ -189,7 +202,8 @@ def make_schedule(faults: list[str], seed: int, duration_s: float, brokers: list
             return schedule
         target = {"broker": lambda: rng.choice(brokers), "controller": lambda: "controller",
                   "txn-coordinator": lambda: TXN_COORDINATOR, "group-coordinator": lambda: GROUP_COORDINATOR,
-                  GROUP: lambda: GROUP, SPARK_DRIVER: lambda: SPARK_DRIVER, SPARK_EXECUTOR: lambda: SPARK_EXECUTOR,
+                  GROUP: lambda: GROUP, SHARE_GROUP: lambda: SHARE_GROUP, SPARK_DRIVER: lambda: SPARK_DRIVER,
+                  SPARK_EXECUTOR: lambda: SPARK_EXECUTOR,
                   "leader": lambda: f"leader:{rng.randrange(partitions)}",
                   "follower": lambda: f"follower:{rng.randrange(partitions)}"}[kind.targets]()
         schedule.append(ScheduledFault(round(at, 2), name, target, length))
@@ -214,12 +228,13 @@ class Nemesis:
     """Applies a schedule to a cluster (drill/targets.py): `start(fault)` now, and `heal(...)` when its time is up."""
 
     def __init__(self, cluster: Target, topic: str, history: HistoryWriter, group: ConsumerGroup | None = None,
-                 pipeline: Pipeline | None = None) -> None:
+                 pipeline: Pipeline | None = None, share_group: ShareGroup | None = None) -> None:
         self.cluster = cluster
         self.topic = topic
         self.history = history
         self.group = group  # the workload's consumer group, which the member faults act on
         self.pipeline = pipeline  # the spark-pipeline drill's Spark job, which driver and executor faults act on
+        self.share_group = share_group  # the share-group drill's members, which share member faults act on
         self.applied = 0
 
     def start(self, fault: ScheduledFault) -> Callable[[], None]:
@@ -243,6 +258,8 @@ class Nemesis:
             return self._kip101_divergence(fault)
         if FAULTS[fault.fault].targets == GROUP:
             return self._member_fault(fault)
+        if FAULTS[fault.fault].targets == SHARE_GROUP:
+            return self._share_member_fault(fault)
         if FAULTS[fault.fault].targets in (SPARK_DRIVER, SPARK_EXECUTOR):
             return self._pipeline_fault(fault)
         target = self._resolve(fault.target)
@@ -339,6 +356,34 @@ class Nemesis:
         def healed() -> None:
             heal()
             self.history.record("fault", fault=fault.fault, target=name, phase="end", detail=after)
+
+        return healed
+
+    def _share_member_fault(self, fault: ScheduledFault) -> Callable[[], None]:
+        """A member of the share group crashes (a replacement joins when the duration is up) or stalls (it goes on
+        when the duration is up)."""
+        share_group = self.share_group
+        if share_group is None:
+            raise RuntimeError(f"the drill has no share group for {fault.fault}")
+        name = share_group.oldest()
+        heal: Callable[[], str]
+        self.history.record("fault", fault=fault.fault, target=name, phase="start",
+                            detail=FAULTS[fault.fault].description)
+        self.applied += 1
+        if fault.fault == "share-member-crash":
+            share_group.crash(name)
+
+            def heal() -> str:
+                return f"{share_group.join()} joined"
+        else:
+            share_group.stall(name)
+
+            def heal() -> str:
+                share_group.resume(name)
+                return f"{name} goes on"
+
+        def healed() -> None:
+            self.history.record("fault", fault=fault.fault, target=name, phase="end", detail=heal())
 
         return healed
 

@@ -1,6 +1,6 @@
 """`epoch-broker drill SCENARIO [--seed N] [--duration S] [--brokers N] [--cluster DIR] [--out DIR] [--replay DIR]
-[--group-protocol classic|consumer]` and `epoch-broker drill check HISTORY_DIR`: a failover drill from start to
-verdict.
+[--group-protocol classic|consumer] [--faults NAME,...]` and `epoch-broker drill check HISTORY_DIR`: a failover
+drill from start to verdict.
 
 Phases, each announced, with a progress line every few seconds (elapsed time, faults applied, records acked):
 1. cluster: start one (the launcher's code, in OUT/cluster, on free loopback ports) or attach to a running one
@@ -11,12 +11,14 @@ Phases, each announced, with a progress line every few seconds (elapsed time, fa
    and the members of a consumer group where the scenario has one (or `--group-protocol` is given: then at
    least GROUP_MEMBERS_ON_REQUEST, so that the scenario's faults meet that protocol); where the scenario runs a
    Spark pipeline (drill/pipeline.py), its output and commit-log topics are created and its driver started
-   (its query running) before the producers;
+   (its query running) before the producers; where it has a share group (drill/share_workload.py), its configs
+   are set and its member processes started;
 4. faults: the schedule applied, each fault healed when its duration is up;
 5. heal: every process running again, every ISR full, the producers flushed;
 6. read back: every partition to its high watermark (the consumer group's members, once they have read up to
-   it too, closed first); then a pipeline's output, once it holds a row for every input record read back (its
-   driver stopped cleanly first, then read to the output's high watermarks);
+   it too, and the share group's, once every record below it is finished, closed first); then a pipeline's
+   output, once it holds a row for every input record read back (its driver stopped cleanly first, then read to
+   the output's high watermarks);
 7. check: the history checked (drill/checker.py), OUT/report.json and OUT/report.html written.
 Exit status: 0 when every invariant holds, 1 when one is broken, 2 for a bad argument, a cluster that does
 not come up, or an environment that cannot run the scenario (the spark-pipeline drill without the [spark] extra
@@ -53,6 +55,7 @@ from epoch_broker.drill.nemesis import Nemesis, ScheduledFault, load_schedule, s
 from epoch_broker.drill.pipeline import CATCH_UP_S, OUTPUT_READER, Pipeline, missing_extra, read_output
 from epoch_broker.drill.replicas import replica_logs
 from epoch_broker.drill.scenarios import Scenario, scenarios
+from epoch_broker.drill.share_workload import SHARE_GROUP_ID, ShareGroup
 from epoch_broker.drill.targets import ComposeCluster, LocalCluster, Target
 from epoch_broker.drill.workload import (
     GROUP_ID,
@@ -77,6 +80,7 @@ HEAL_TIMEOUT_S = 60.0
 CONSUMER_STOP_S = 20.0
 GROUP_CATCH_UP_S = 30.0  # the consumer group's members, to read up to the high watermarks before they close
 GROUP_MEMBERS_ON_REQUEST = 2  # a consumer group's members in a scenario without one, when --group-protocol is given
+SHARE_CATCH_UP_S = 90.0  # the share group, to finish every record below the high watermarks before it closes
 
 
 class DrillError(RuntimeError):
@@ -103,6 +107,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "directory)")
     parser.add_argument("--out", type=Path, default=None, help="report directory (default ./drill-SCENARIO-SEED)")
     parser.add_argument("--replay", type=Path, default=None, help="run the schedule of an earlier report again")
+    parser.add_argument("--faults", default=None, metavar="NAME,...",
+                        help="draw only these of the scenario's faults (a planned schedule keeps only these)")
     parser.add_argument("--group-protocol", choices=GROUP_PROTOCOLS, default=None,
                         help="the consumers' group.protocol (default: the scenario's, classic but for "
                              "consumer-group-churn, or the replayed drill's); on a scenario without a consumer "
@@ -150,7 +156,8 @@ def run(scenario: Scenario, args: argparse.Namespace) -> int:
     started = time.time()
     with cluster_for(args, out) as cluster:
         if args.replay is None:
-            schedule = scenario.schedule(seed, duration, [broker.name for broker in cluster.brokers()])
+            faults = tuple(args.faults.split(",")) if args.faults else None
+            schedule = scenario.schedule(seed, duration, [broker.name for broker in cluster.brokers()], faults)
         save_schedule(out / "schedule.json", schedule, scenario=scenario.name, seed=seed, duration_s=duration,
                       group_protocol=protocol)
         say(f"{scenario.name}, seed {seed}, group protocol {protocol}"
@@ -241,6 +248,7 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
     logs = client_logger(out / "client.log")
     workers: list[Worker] = []
     group: ConsumerGroup | None = None
+    share_group: ShareGroup | None = None
     pipeline: Pipeline | None = None
     try:
         if scenario.pipeline:
@@ -250,6 +258,9 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
                 pipeline.start()
             except RuntimeError as exc:
                 raise DrillError(str(exc)) from exc
+        if scenario.share_members:
+            share_group = ShareGroup(bootstrap, TOPIC, out / "history", out / "share-members.log")
+            share_group.start(scenario.share_members)
         producers = (TransactionalProducer(bootstrap, TOPIC, scenario.partitions, producer_history, logs)
                      if scenario.transactional else
                      Producers(bootstrap, TOPIC, scenario.partitions, producer_history, logs, scenario.acks)).start()
@@ -261,7 +272,7 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
         poller = Poller(running, TOPIC, poller_history).start()
         probe = EpochProbe(running, TOPIC, probe_history).start() if scenario.probe else None
         workers += [producers, consumer, poller, *([probe] if probe else [])]
-        nemesis = Nemesis(cluster, TOPIC, nemesis_history, group, pipeline)
+        nemesis = Nemesis(cluster, TOPIC, nemesis_history, group, pipeline, share_group)
 
         def status() -> str:
             polled = f", group {group.read} ({len(group.members)} members)" if group is not None else ""
@@ -293,6 +304,13 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
             group.stop()
             say(f"  consumer group {GROUP_ID} ({protocol}): {group.started} members started over the drill, "
                 f"{group.read} records polled")
+        if share_group is not None:
+            if not wait_until(lambda: share_group is not None and share_group.done(ends), SHARE_CATCH_UP_S):
+                say(f"  the share group did not finish every record below the high watermarks within "
+                    f"{SHARE_CATCH_UP_S:.0f} s")
+            share_group.stop()
+            say(f"  share group {SHARE_GROUP_ID}: {share_group.started} members started over the drill, "
+                f"{share_group.crashed} crashed")
         say(f"  {read_back(bootstrap, TOPIC, ends, reader_history, logs)} records read back up to {ends}")
         if pipeline is not None:
             wanted = {(event["partition"], event["offset"]) for event in read_history(out / "history")
@@ -315,6 +333,8 @@ def drive(scenario: Scenario, schedule: list[ScheduledFault], duration: float, c
         if group is not None:
             group.stop()
             group.close()
+        if share_group is not None:
+            share_group.stop()
         for history in histories:
             history.close()
         for handler in logs.handlers:

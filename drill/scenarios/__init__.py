@@ -41,13 +41,20 @@ class Scenario:
     group_members: int = 0  # members of the workload's consumer group at the start (drill/workload.py's ConsumerGroup)
     group_protocol: str = "classic"  # the consumers' group.protocol unless --group-protocol says
     pipeline: bool = False  # runs a Spark streaming query from the topic to OUTPUT_TOPIC (drill/pipeline.py)
+    share_members: int = 0  # members of the workload's share group (drill/share_workload.py's ShareGroup)
     # a scenario with a fixed shape (a rolling restart) plans its own schedule; others draw from `faults`
     plan: Callable[[int, float, list[str], int], list[ScheduledFault]] | None = None
 
-    def schedule(self, seed: int, duration_s: float, brokers: list[str]) -> list[ScheduledFault]:
+    def schedule(self, seed: int, duration_s: float, brokers: list[str],
+                 faults: tuple[str, ...] | None = None) -> list[ScheduledFault]:
+        """The seeded schedule; with `faults` (some of the scenario's: `--faults`), of those only: drawn from them,
+        or a planned schedule without the others."""
+        if faults is not None and (unknown := [name for name in faults if name not in self.faults]):
+            raise ValueError(f"{self.name} draws no fault {', '.join(unknown)} (its faults: {', '.join(self.faults)})")
         if self.plan is not None:
-            return self.plan(seed, duration_s, brokers, self.partitions)
-        return make_schedule(list(self.faults), seed, duration_s, brokers, self.partitions)
+            return [fault for fault in self.plan(seed, duration_s, brokers, self.partitions)
+                    if faults is None or fault.fault in faults]
+        return make_schedule(list(faults or self.faults), seed, duration_s, brokers, self.partitions)
 
 
 def scenarios() -> dict[str, Scenario]:
@@ -64,6 +71,7 @@ def scenarios() -> dict[str, Scenario]:
         network_partition,
         power_loss,
         rolling_restart,
+        share_group,
         spark_pipeline,
         stale_leader,
         transactions,
@@ -74,7 +82,7 @@ def scenarios() -> dict[str, Scenario]:
     return {module.SCENARIO.name: module.SCENARIO for module in (
         leader_kill, zombie_follower, kip101_scenario_1, kip101_scenario_2, unclean_truncation, stale_leader,
         kip207_offsets, isr_churn, controller_loss, rolling_restart, power_loss, disk_faults, network_partition,
-        transactions, consumer_group_churn, spark_pipeline, chaos)}
+        transactions, consumer_group_churn, share_group, spark_pipeline, chaos)}
 
 
 def _options(scenario: Scenario) -> str:
@@ -92,6 +100,9 @@ def _options(scenario: Scenario) -> str:
     if scenario.group_members:
         parts.append(f"a consumer group of {scenario.group_members} members, `group.protocol={scenario.group_protocol}`"
                      " (`--group-protocol`)")
+    if scenario.share_members:
+        parts.append(f"a share group of {scenario.share_members} members (confluent-kafka ShareConsumers, explicit "
+                     "acknowledgement)")
     if scenario.probe:
         parts.append("the epoch probe (Produce to stale leaders)")
     if scenario.pipeline:

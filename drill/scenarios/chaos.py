@@ -4,7 +4,8 @@ from epoch_broker.drill.nemesis import FAULTS
 from epoch_broker.drill.scenarios import PRODUCER_INVARIANTS, Scenario
 
 LEFT_OUT = ("unclean-election", "kip101-divergence", "txn-coordinator-kill", "group-coordinator-kill", "member-join",
-            "member-leave", "static-restart", "driver-kill", "executor-kill")
+            "member-leave", "static-restart", "share-member-crash", "share-member-stall", "driver-kill",
+            "executor-kill")
 
 SCENARIO = Scenario(
     "chaos", "every fault, at random from the seed",
@@ -13,7 +14,8 @@ SCENARIO = Scenario(
     "SIGSTOP past the session timeout, clean restarts, power loss, KIP-101's first scenario, stale leaders, network "
     "partitions and slow links, disk faults, clocks an hour ahead, followers that stop replicating. It leaves out "
     "the faults of workloads it does not run (txn-coordinator-kill; the consumer group's member-join, member-leave, "
-    "static-restart and group-coordinator-kill; the Spark pipeline's driver-kill and executor-kill) and the two "
+    "static-restart and group-coordinator-kill; the share group's share-member-crash and share-member-stall; the "
+    "Spark pipeline's driver-kill and executor-kill) and the two "
     "that lose acknowledged acks=all records by design: "
     "unclean-election (unclean-truncation drills it, with acks=1) and kip101-divergence (two replicas losing power "
     "one after the other lose what neither had fsynced when the ISR held only those two, as in Kafka; "

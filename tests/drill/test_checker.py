@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ CLEAN = {0: 5, 1: 3}  # partition -> records in the clean drill
 INVARIANTS = ["lost", "duplicated", "inconsistent_offsets", "non_monotonic", "unseen", "epoch_regression",
               "latest_regression", "undetected_truncation", "replicas_consistent", "epoch_fenced_produce",
               "aborted_read", "partial_transaction", "poll_skip", "nonmonotonic_poll", "owned_twice", "unconsumed",
+              "share_accepted_twice", "share_lost", "share_locked_twice", "share_delivery_count",
               "pipeline_exactly_once", "pipeline_order"]
 
 
@@ -609,6 +611,170 @@ def test_a_read_committed_consumer_skipping_an_aborted_transaction_is_no_poll_sk
 
 
 # --- the command
+
+
+# --- share groups (KIP-932)
+
+SHARE_LIMIT = 4
+SHARE_LOG = 5  # records of t-0 in a share drill's final log
+
+
+class ShareDrill(Drill):
+    """A share group "s" reading t-0 (SHARE_LOG records, produced and read back), delivery count limit 4; each
+    step below is an event of a member (its own client) or of the group's lives."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory)
+        self("share-group").record("share_group", group="s", topic=TOPIC, delivery_count_limit=SHARE_LIMIT,
+                                   record_lock_duration_ms=3000)
+        for offset in range(SHARE_LOG):
+            self.produce(0, f"p0-{offset}", offset)
+
+    def life(self, member: str, phase: str, detail: str | None = None) -> None:
+        self("share-group").record("share_member", group="s", member=member, phase=phase, detail=detail)
+
+    def deliver(self, member: str, offset: int, count: int) -> None:
+        self(member).record("share_acquire", group="s", topic=TOPIC, partition=0, offset=offset,
+                            value=f"p0-{offset}", delivery_count=count, leader_epoch=1)
+
+    def ack(self, member: str, offset: int, ack: str, error: str | None = None, sent: float | None = None) -> None:
+        self(member).record("share_ack", group="s", topic=TOPIC, partition=0, offset=offset, ack=ack, error=error,
+                            **({} if sent is None else {"sent": sent}))
+
+    def check(self, **options: Any) -> CheckResult:
+        for offset in range(SHARE_LOG):
+            self.read("reader", 0, offset, f"p0-{offset}")
+        return super().check(**options)
+
+
+def clean_share_drill(directory: Path) -> ShareDrill:
+    """a accepts 0 and 1; b releases 2, which a then accepts at count 2; b rejects 3; 4 is poison: released at
+    every delivery up to the limit (the last by c, whose ack outcome never came: archived all the same)."""
+    drill = ShareDrill(directory)
+    for member in "abc":
+        drill.life(member, "start")
+    for offset in (0, 1):
+        drill.deliver("a", offset, 1)
+        drill.ack("a", offset, "accept")
+    drill.deliver("b", 2, 1)
+    drill.ack("b", 2, "release")
+    drill.deliver("a", 2, 2)
+    drill.ack("a", 2, "accept")
+    drill.deliver("b", 3, 1)
+    drill.ack("b", 3, "reject")
+    for count, member in zip(range(1, SHARE_LIMIT), "abab", strict=False):
+        drill.deliver(member, 4, count)
+        drill.ack(member, 4, "release")
+    drill.deliver("c", 4, SHARE_LIMIT)
+    return drill
+
+
+def share_failed(result: CheckResult) -> dict[str, int]:
+    return {name: count for name, count in failed(result).items() if name.startswith("share_")}
+
+
+def test_a_clean_share_group_history_breaks_no_invariant_and_counts_what_happened(tmp_path: Path) -> None:
+    result = clean_share_drill(tmp_path).check()
+    assert result.passed, failed(result)
+    figures = result.figures
+    assert (figures["share_records"], figures["share_deliveries"], figures["share_redeliveries"]) == (5, 9, 4)
+    assert (figures["share_accepted"], figures["share_rejected"], figures["share_archived"]) == (3, 1, 1)
+    assert (figures["share_released"], figures["share_ack_failed"], figures["share_acks_skipped"]) == (4, 0, 0)
+    assert figures["share_member_starts"] == 3
+
+
+def test_histories_without_a_share_group_say_so_and_pass_its_invariants(drill: Drill) -> None:
+    result = drill.check()
+    assert all(result.invariant(name).note.endswith("(no share group)") for name in INVARIANTS
+               if name.startswith("share_"))
+    assert "share_records" not in result.figures
+
+
+def test_a_record_finished_again_after_its_acceptance_is_accepted_twice(tmp_path: Path) -> None:
+    """A new leader without the share-partition's state delivers an accepted record again at count 1 (and a
+    broker that acquired an accepted record again would at count 2): both ACCEPTs succeed."""
+    drill = clean_share_drill(tmp_path)
+    drill.deliver("b", 0, 1)  # the state lost: count 1 again, while a's session lives
+    drill.ack("b", 0, "accept")
+    drill.deliver("c", 1, 2)  # acquired again after a's ACCEPT of it succeeded
+    drill.ack("c", 1, "reject")
+    result = drill.check()
+    assert share_failed(result) == {"share_accepted_twice": 2, "share_locked_twice": 1}
+    zero, one = result.invariant("share_accepted_twice").examples
+    assert zero.startswith("s t-0 offset 0: ACCEPT by a of its delivery 1 succeeded at +")
+    assert "; ACCEPT by b of its delivery 1 (delivered at +" in zero
+    assert one.startswith("s t-0 offset 1: ACCEPT by a of its delivery 1") and "REJECT by c of its delivery 2" in one
+
+
+def test_a_late_acceptance_skipped_below_the_start_is_not_accepted_twice(tmp_path: Path) -> None:
+    """a stalls holding record 0 past its lock; b gets it at count 2 and accepts it; a's ACCEPT, answered after
+    b's was sent, is skipped by the broker (below the start) and answered NONE: not a second acceptance."""
+    drill = ShareDrill(tmp_path)
+    drill.deliver("a", 0, 1)
+    drill.deliver("b", 0, 2)
+    drill.ack("b", 0, "accept", sent=time.time())
+    drill.ack("a", 0, "accept")
+    for offset in range(1, SHARE_LOG):
+        drill.deliver("b", offset, 1)
+        drill.ack("b", offset, "accept")
+    result = drill.check()
+    assert result.passed, failed(result)
+    assert (result.figures["share_accepted"], result.figures["share_acks_skipped"]) == (SHARE_LOG, 1)
+
+
+def test_a_record_neither_finished_nor_delivered_up_to_the_limit_is_share_lost(tmp_path: Path) -> None:
+    drill = ShareDrill(tmp_path)
+    drill.deliver("a", 0, 1)
+    drill.ack("a", 0, "accept")
+    drill.deliver("a", 1, 1)
+    drill.ack("a", 1, "accept", error="INVALID_RECORD_STATE")  # failed: the record may come back, and did not
+    drill.deliver("a", 2, 3)
+    drill.ack("a", 2, "release")  # released below the limit: never delivered again
+    drill.deliver("a", 3, SHARE_LIMIT)  # archived at the limit (any outcome)
+    result = drill.check()
+    assert share_failed(result) == {"share_lost": 3}
+    assert result.invariant("share_lost").examples == [
+        f"s t-0 offset 1 ('p0-1'): delivered 1 times, last with count 1 to a at {example_time(result, 1)}, "
+        "never finished",
+        f"s t-0 offset 2 ('p0-2'): delivered 1 times, last with count 3 to a at {example_time(result, 2)}, "
+        "never finished",
+        "s t-0 offset 4 ('p0-4'): never delivered"]
+    assert result.figures["share_ack_failed"] == 1 and result.figures["share_archived"] == 1
+
+
+def example_time(result: CheckResult, offset: int) -> str:
+    """The time of the lost record's last delivery, as the example shows it."""
+    (example,) = [line for line in result.invariant("share_lost").examples if f"offset {offset} " in line]
+    return example.split(" at ")[1].split(",")[0]
+
+
+def test_one_delivery_count_delivered_twice_is_locked_twice_unless_its_holders_session_ended(
+        tmp_path: Path) -> None:
+    drill = clean_share_drill(tmp_path)
+    drill.deliver("c", 2, 2)  # a holds record 2 at count 2 (it accepted it since): one lock given twice
+    drill.deliver("a", 3, 1)  # b held count 1 of record 3 and still lives
+    drill.life("c", "end", "SIGKILL")  # c ends holding record 4 at the limit: the broker gives its count back
+    drill.deliver("a", 4, SHARE_LIMIT)
+    drill.ack("a", 4, "release")
+    result = drill.check()
+    assert share_failed(result) == {"share_locked_twice": 2}
+    two, three = result.invariant("share_locked_twice").examples
+    assert two.startswith("s t-0 offset 2: count 2 to c at +") and ", and to a at +" in two
+    assert two.endswith(", whose session had not ended")
+    assert three.startswith("s t-0 offset 3: count 1 to a at +") and ", and to b at +" in three
+
+
+def test_a_delivery_count_going_back_or_past_the_limit_is_a_share_delivery_count_failure(tmp_path: Path) -> None:
+    drill = clean_share_drill(tmp_path)
+    drill.deliver("b", 2, 1)  # after a's delivery at count 2: the count went back (a leader without the state)
+    drill.ack("b", 2, "release", error="INVALID_RECORD_STATE")
+    drill.deliver("a", 4, SHARE_LIMIT + 1)  # past the limit: the record should have been archived
+    drill.ack("a", 4, "release", error="INVALID_RECORD_STATE")
+    result = drill.check()
+    assert share_failed(result) == {"share_delivery_count": 2, "share_locked_twice": 1}
+    back, past = result.invariant("share_delivery_count").examples
+    assert back.startswith("s t-0 offset 2: count 1 to b at +") and ", after count 2 to a at +" in back
+    assert past.startswith("s t-0 offset 4: count 5 to a at +") and past.endswith(", above the delivery count limit 4")
 
 
 def test_main_exits_0_when_everything_holds_and_1_with_the_examples_when_not(

@@ -1,6 +1,7 @@
 """`epoch-broker drill` end to end (issue 12): real cluster processes, real clients, a seeded fault schedule, the
 checker's verdict and the report; the schedule's determinism; replay; attaching to a running cluster. The
-consumer-group drill (issue 29) with both group protocols, and its faults' plumbing without a cluster."""
+consumer-group drill (issue 29) with both group protocols, and its faults' plumbing without a cluster. The
+share-group drill (issue 34): its plan, its member faults' plumbing, and a run with leader kills."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from epoch_broker.drill.history import HistoryWriter, read_history
-from epoch_broker.drill.nemesis import FAULTS, GROUP, Nemesis, ScheduledFault, make_schedule
+from epoch_broker.drill.nemesis import FAULTS, GROUP, SHARE_GROUP, Nemesis, ScheduledFault, make_schedule
 from epoch_broker.drill.scenarios import scenarios
 from epoch_broker.drill.workload import CLASSIC_ONLY, STATIC_MEMBER, consumer_config
 from tests.cluster.support import start_cluster
@@ -288,3 +289,86 @@ def test_a_consumer_group_churn_drill_passes_with_either_group_protocol(tmp_path
     assert any(e["op"] == "assigned" and e["partitions"] for e in static[restart:])
     page = (out / "report.html").read_text()
     assert "id='holders'" in page and f"group protocol {protocol}" in page
+
+
+# --- the share group's drill (issue 34)
+
+SHARE_MEMBER_FAULTS = ("share-member-crash", "share-member-stall")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_share_plan_holds_each_member_fault_and_two_leader_kills_and_faults_keeps_the_members(seed: int) -> None:
+    share = scenarios()["share-group"]
+    assert (share.share_members, share.partitions) == (3, 1)
+    plan = share.schedule(seed, 25.0, BROKERS)
+    counts = Counter(fault.fault for fault in plan)
+    assert set(SHARE_MEMBER_FAULTS) <= set(counts) and counts["leader-kill"] >= 2, plan
+    assert {fault.target for fault in plan if fault.fault != "leader-kill"} == {SHARE_GROUP}
+    assert {fault.target for fault in plan if fault.fault == "leader-kill"} == {"leader:0"}
+    members_only = share.schedule(seed, 25.0, BROKERS, SHARE_MEMBER_FAULTS)
+    assert members_only == [fault for fault in plan if fault.fault != "leader-kill"]
+    with pytest.raises(ValueError, match="share-group draws no fault kill"):
+        share.schedule(seed, 25.0, BROKERS, ("kill",))
+
+
+class FakeShareGroup:
+    """What the nemesis asks of the workload's ShareGroup, recorded."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def oldest(self) -> str:
+        return "share-member-0"
+
+    def crash(self, name: str) -> None:
+        self.calls.append(f"crash {name}")
+
+    def join(self) -> str:
+        self.calls.append("join")
+        return "share-member-3"
+
+    def stall(self, name: str) -> None:
+        self.calls.append(f"stall {name}")
+
+    def resume(self, name: str) -> None:
+        self.calls.append(f"resume {name}")
+
+
+def test_share_member_faults_act_on_the_workloads_share_group_and_name_the_member(tmp_path: Path) -> None:
+    share = FakeShareGroup()
+    with HistoryWriter(tmp_path, "nemesis") as history:
+        nemesis = Nemesis(None, "drill", history, share_group=share)  # type: ignore[arg-type]  # no cluster needed
+        for name in SHARE_MEMBER_FAULTS:
+            nemesis.start(ScheduledFault(0.0, name, SHARE_GROUP, 1.0))()
+        Nemesis(None, "drill", history).start(ScheduledFault(0.0, "share-member-crash", SHARE_GROUP, 1.0))()  # type: ignore[arg-type]
+    assert share.calls == ["crash share-member-0", "join", "stall share-member-0", "resume share-member-0"]
+    events = [(e["fault"], e["target"], e["phase"], e["detail"]) for e in read_history(tmp_path)]
+    assert [event[:3] for event in events[:4]] == [
+        ("share-member-crash", "share-member-0", "start"), ("share-member-crash", "share-member-0", "end"),
+        ("share-member-stall", "share-member-0", "start"), ("share-member-stall", "share-member-0", "end")]
+    assert (events[1][3], events[3][3]) == ("share-member-3 joined", "share-member-0 goes on")
+    assert events[4][2:] == ("end", "not applied: the drill has no share group for share-member-crash")
+    assert nemesis.applied == 2
+
+
+@pytest.mark.slow
+def test_a_share_group_drill_finishes_every_record_once_through_member_crashes_stalls_and_leader_kills(
+        tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    run = drill("share-group", "--seed", "1", "--duration", "25", "--out", str(out), cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    figures, invariants = report["check"]["figures"], {i["name"]: i for i in report["check"]["invariants"]}
+    for name in ("share_accepted_twice", "share_lost", "share_locked_twice", "share_delivery_count"):
+        assert invariants[name]["passed"] and "no share group" not in invariants[name]["note"], invariants[name]
+    applied = Counter(fault for fault, _ in fault_starts(out))
+    assert applied == {"leader-kill": 2, "share-member-crash": 1, "share-member-stall": 2}, applied
+    assert not [e for e in fault_events(out) if "not applied" in (e["detail"] or "")]
+    # every record finished: accepted, rejected or archived at the limit (the poison records), each once
+    assert figures["share_records"] == figures["final_read"] == figures["acked"] > 1000
+    assert figures["share_accepted"] + figures["share_rejected"] + figures["share_archived"] == figures["share_records"]
+    assert figures["share_rejected"] > 0 and figures["share_archived"] > 0 and figures["share_released"] > 0
+    # the crashed member held records it never acknowledged, and they came back; the killed leaders' successors
+    # refused acknowledgements of records their predecessors had handed out
+    assert figures["share_held_at_crash"] > 0 and figures["share_redeliveries"] > figures["share_released"]
+    assert figures["share_ack_failed"] > 0 and figures["share_member_starts"] == 4

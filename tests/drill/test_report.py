@@ -45,7 +45,7 @@ def test_the_report_renders_in_headless_chromium_with_its_timeline(tmp_path: Pat
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "drill-report.png"
     shot.unlink(missing_ok=True)
-    run = chromium(tmp_path / "profile", "--window-size=1100,1300", f"--screenshot={shot}", page.as_uri())
+    run = chromium(tmp_path / "profile", "--window-size=1100,1800", f"--screenshot={shot}", page.as_uri())
     assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
     colours = Image.open(shot).convert("RGB").getcolors(1 << 20) or []
     seen = {colour for _, colour in colours}
