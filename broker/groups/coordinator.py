@@ -30,7 +30,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from epoch_broker.broker.eager import start_eagerly
 from epoch_broker.broker.groups.classic_group import ClassicGroup
@@ -49,15 +49,15 @@ from epoch_broker.broker.groups.offset_metadata_manager import (
 from epoch_broker.broker.groups.records import ShareSnapshotKey
 from epoch_broker.broker.groups.runtime import ShardRuntime
 from epoch_broker.broker.groups.shard import GroupCoordinatorShard
-from epoch_broker.broker.groups.share_group import ShareGroup
+from epoch_broker.broker.groups.share_group import ShareGroup, ShareGroupEpochRecord, encode_record
 from epoch_broker.broker.groups.share_protocol import ShareGroupConfig, ShareHeartbeatRequest, ShareHeartbeatResult
-from epoch_broker.broker.groups.share_state import NOT_WRITTEN, ShareState
+from epoch_broker.broker.groups.share_state import NOT_WRITTEN, UNINITIALIZED, ShareState, delivery_complete_count
 from epoch_broker.broker.metadata.records import PartitionRecord, RemoveTopicRecord, TopicRecord
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 from epoch_broker.protocol.records import build_batch
 
-__all__ = ["OFFSETS_TOPIC", "FetchedOffset", "GroupCoordinator", "JoinResult", "OffsetToCommit", "SyncResult",
-           "java_string_hash", "leader_location", "partition_for"]
+__all__ = ["OFFSETS_TOPIC", "FetchedOffset", "GroupCoordinator", "JoinResult", "OffsetToCommit", "ShareOffsetsError",
+           "SharePartitionOffset", "SyncResult", "java_string_hash", "leader_location", "partition_for"]
 
 log = logging.getLogger(__name__)
 G = TypeVar("G", ConsumerGroup, ShareGroup)
@@ -99,6 +99,27 @@ def leader_location(broker: Any, topic: str, partition: int, listener: str) -> t
     if registration is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
     return (ErrorCode.NONE, state.leader, *registration.endpoint(listener))
+
+
+class SharePartitionOffset(NamedTuple):
+    """One share-partition as DescribeShareGroupOffsets answers it (Kafka's defaults where nothing is stored)."""
+
+    partition: int
+    start_offset: int = UNINITIALIZED
+    leader_epoch: int = 0
+    lag: int = -1  # unknown
+
+
+class ShareOffsetsError(NamedTuple):
+    """A group-level refusal of AlterShareGroupOffsets / DeleteShareGroupOffsets, with Kafka's message."""
+
+    error: ErrorCode
+    message: str | None = None
+
+
+TOPIC_NOT_HOSTED = "This server does not host this topic-partition."  # Errors.UNKNOWN_TOPIC_OR_PARTITION.message()
+NO_OFFSETS_TO_DELETE = "There is no offset information to delete."
+NON_EMPTY_SHARE_GROUP = "The group is not empty."  # Errors.NON_EMPTY_GROUP.message(), GroupNotEmptyException's
 
 
 @dataclass(slots=True)
@@ -484,6 +505,138 @@ class GroupCoordinator:
         """(NONE, the group), or the coordinator's error, or GROUP_ID_NOT_FOUND for an unknown group or one of
         another type."""
         return self._described(group_id, ShareGroup)
+
+    # -- share group offsets (KIP-932): DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets
+
+    def describe_share_group_offsets(
+        self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
+    ) -> tuple[ErrorCode, list[tuple[str, bytes, list[SharePartitionOffset]]]]:
+        """(coordinator error, per topic (name, id, partitions)) of the stored share state, Kafka's
+        describeShareGroupOffsets: `topics` None means every share-partition of the group whose start offset is
+        set. As Kafka, the group is not looked up: an unknown group, or one of another type, has no state, and a
+        topic or partition without state answers start offset -1 (a topic that does not exist with the zero id),
+        never an error. The lag (KIP-1226) is the high watermark less the start offset less the records past it
+        already acknowledged or archived; -1 when unknown: no start offset, or the partition not led here (Kafka
+        asks its leader with ListOffsets, not done here)."""
+        error = self.coordinator_error(group_id)
+        if error is not ErrorCode.NONE:
+            return error, []
+        states = self._shard(group_id).share_states
+        by_name = self.broker.metadata.topics_by_name
+        if topics is None:
+            by_id = self.broker.metadata.topics_by_id
+            wanted: dict[bytes, list[int]] = {}
+            for key in states.initialized(group_id):
+                if key.topic_id in by_id:  # a deleted topic's state is not described (Kafka reads the image)
+                    wanted.setdefault(key.topic_id, []).append(key.partition)
+            named = [(by_id[topic_id].name, topic_id, partitions) for topic_id, partitions in wanted.items()]
+        else:
+            named = [(name, by_name[name].topic_id if name in by_name else bytes(16), list(partitions))
+                     for name, partitions in topics]
+        answered = []
+        for name, topic_id, partitions in named:
+            described = []
+            for partition in partitions:
+                stored = states.states.get(ShareSnapshotKey(group_id, topic_id, partition))
+                if stored is None or stored.start_offset == UNINITIALIZED:
+                    described.append(SharePartitionOffset(partition))
+                    continue
+                end = self._high_watermark(name, partition)
+                lag = -1 if end is None else end - stored.start_offset - delivery_complete_count(stored)
+                described.append(SharePartitionOffset(partition, stored.start_offset, stored.leader_epoch, lag))
+            answered.append((name, topic_id, described))
+        return ErrorCode.NONE, answered
+
+    def _high_watermark(self, topic: str, partition: int) -> int | None:
+        """The high watermark of a partition led here (the log end a ListOffsets LATEST answers), else None."""
+        replica = self.broker.replica_manager.get(topic, partition)
+        if replica is None or replica.leader_error(-1) != ErrorCode.NONE:
+            return None
+        high_watermark: int = replica.log.high_watermark
+        return high_watermark
+
+    async def alter_share_group_offsets(
+        self, group_id: str, topics: Sequence[tuple[str, Sequence[tuple[int, int]]]]
+    ) -> ShareOffsetsError | list[tuple[str, bytes, list[tuple[int, ErrorCode]]]]:
+        """AlterShareGroupOffsets of the (topic, [(partition, start offset)]) given: per topic (name, id, [(partition,
+        error)]), or the group's refusal. As Kafka's alterShareGroupOffsets: a missing group is made, an empty
+        share group (it survives a restart: its epoch record is written with the offsets); a group of another type
+        is GROUP_ID_NOT_FOUND, one with members NON_EMPTY_GROUP; a topic that does not exist, or a partition past
+        its count, UNKNOWN_TOPIC_OR_PARTITION. The offsets of one request are written in one batch
+        (`ShareStateManager.reset`)."""
+        try:
+            shard = await self._heartbeat_shard(group_id)
+        except KafkaError as exc:
+            return ShareOffsetsError(exc.code)
+        existing = shard.groups.group(group_id)
+        if existing is not None and not isinstance(existing, ShareGroup):
+            return ShareOffsetsError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        made = existing is None
+        group = shard.groups.share_group(group_id, create_if_missing=True)
+        if group is None or group.dead:  # None never (made if missing); dead: its deletion is being written
+            return ShareOffsetsError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        if not group.is_empty():
+            return ShareOffsetsError(ErrorCode.NON_EMPTY_GROUP, NON_EMPTY_SHARE_GROUP)
+        starts: dict[ShareSnapshotKey, int] = {}
+        answered = []
+        for name, partitions in topics:
+            topic = self.broker.metadata.topics_by_name.get(name)
+            topic_id = bytes(16) if topic is None else topic.topic_id
+            results = []
+            for partition, start_offset in partitions:
+                if topic is None or partition not in topic.partitions:
+                    results.append((partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                    continue
+                starts[ShareSnapshotKey(group_id, topic_id, partition)] = start_offset
+                results.append((partition, ErrorCode.NONE))
+            answered.append((name, topic_id, results))
+        made_group = group if made else None
+        try:
+            await shard.share_states.reset(starts, [encode_record(ShareGroupEpochRecord(group_id, 0))] if made else ())
+        except KafkaError as exc:
+            if made_group is not None and made_group.is_empty() and shard.groups.group(group_id) is made_group:
+                shard.groups.remove(group_id)  # as if never made: nothing of it was written
+            return ShareOffsetsError(exc.code)
+        return answered
+
+    async def delete_share_group_offsets(
+        self, group_id: str, topic_names: Sequence[str]
+    ) -> ShareOffsetsError | list[tuple[str, bytes, ErrorCode, str | None]]:
+        """DeleteShareGroupOffsets of whole topics: per topic (name, id, error, message), or the group's refusal.
+        As Kafka's initiateDeleteShareGroupOffsets: the group must be an empty share group (GROUP_ID_NOT_FOUND for
+        an unknown group or one of another type, NON_EMPTY_GROUP with members); a topic that does not exist, or
+        with no share-partition whose start offset is set, is UNKNOWN_TOPIC_OR_PARTITION. Each share-partition is
+        reset to an unset start offset (`ShareStateManager.reset`), all in one batch, so the next leader to read it
+        starts afresh from share.auto.offset.reset."""
+        error = self.coordinator_error(group_id)
+        if error is not ErrorCode.NONE:
+            return ShareOffsetsError(error)
+        shard = self._shard(group_id)
+        group = shard.groups.group(group_id)
+        if group is not None and not isinstance(group, ShareGroup):
+            return ShareOffsetsError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        if group is None or group.dead:
+            return ShareOffsetsError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        if not group.is_empty():
+            return ShareOffsetsError(ErrorCode.NON_EMPTY_GROUP, NON_EMPTY_SHARE_GROUP)
+        starts: dict[ShareSnapshotKey, int] = {}
+        answered: list[tuple[str, bytes, ErrorCode, str | None]] = []
+        for name in dict.fromkeys(topic_names):  # a topic named twice is answered once
+            topic = self.broker.metadata.topics_by_name.get(name)
+            if topic is None:
+                answered.append((name, bytes(16), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, TOPIC_NOT_HOSTED))
+                continue
+            keys = shard.share_states.initialized(group_id, topic.topic_id)
+            if not keys:
+                answered.append((name, topic.topic_id, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NO_OFFSETS_TO_DELETE))
+                continue
+            starts.update(dict.fromkeys(keys, UNINITIALIZED))
+            answered.append((name, topic.topic_id, ErrorCode.NONE, None))
+        try:
+            await shard.share_states.reset(starts)
+        except KafkaError as exc:
+            return ShareOffsetsError(exc.code)
+        return answered
 
     # -- offsets --------------------------------------------------------------------------------------------
 

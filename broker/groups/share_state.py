@@ -20,13 +20,24 @@ Rules:
   DeleteShareGroupOffsets) since that leader read it; it must read again.
 - A read of a share-partition never written answers state epoch 0 and start offset -1 (uninitialized): the leader
   chooses the start from share.auto.offset.reset and writes it.
-- Records reach the log through the runtime's one write path and are applied once replicated; the leader epoch a
-  request brings is taken at once (`_leader_epochs`), so a fencing read is in force for the writes behind it.
+- Records reach the log through the runtime's one write path. `states` follows the log in append order: a snapshot
+  is taken into it when appended, not once replicated, and put back if its append fails (unless a later one
+  replaced it meanwhile). So a reset decided while a leader's write is in flight builds on that write and lands
+  after it, as replay will see them. The leader epoch a request brings is taken at once (`_leader_epochs`), so a
+  fencing read is in force for the writes behind it.
+- AlterShareGroupOffsets and DeleteShareGroupOffsets (`reset`, for an empty group) write a new snapshot per
+  share-partition: the state epoch one higher than the stored one, no state batches, and the start offset given
+  (alter) or UNINITIALIZED (delete: the next leader starts afresh from share.auto.offset.reset). Delete writes
+  such a snapshot rather than a tombstone: a tombstone would forget the state epoch too, and a leader still holding
+  the state it read at epoch 0 would then pass the state-epoch check and write its stale state back.
+- DescribeShareGroupOffsets reads the stored start offset, leader epoch and how many records past the start the
+  state batches hold as delivered for good (`delivery_complete_count`: acknowledged or archived), Kafka's
+  ReadShareGroupStateSummary. The share-partitions of a group "with state" are those whose start offset is set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from epoch_broker.broker.groups import records
@@ -36,6 +47,7 @@ from epoch_broker.broker.groups.runtime import ShardRuntime
 from epoch_broker.protocol.errors import ErrorCode, KafkaError
 
 UNINITIALIZED = -1  # the start offset of a share-partition never written
+ACKNOWLEDGED, ARCHIVED = 2, 4  # state batches' delivery states that are final (0 is available)
 
 
 class StateBatch(NamedTuple):
@@ -115,10 +127,47 @@ class ShareStateManager:
         return ErrorCode.NONE
 
     async def _store(self, key: ShareSnapshotKey, state: ShareState) -> ShareState:
-        stored = state._replace(snapshot_epoch=(self.states.get(key, NOT_WRITTEN).snapshot_epoch + 1) & 0xFFFF)
-        await self.runtime.append([(records.share_snapshot_key(key), _value(stored))])
-        self.states[key] = stored
+        stored = self._next(key, state)
+        await self._append({key: stored})
         return stored
+
+    def _next(self, key: ShareSnapshotKey, state: ShareState) -> ShareState:
+        return state._replace(snapshot_epoch=(self.states.get(key, NOT_WRITTEN).snapshot_epoch + 1) & 0xFFFF)
+
+    async def _append(self, snapshots: Mapping[ShareSnapshotKey, ShareState], before: Iterable[Entry] = ()) -> None:
+        """Append `snapshots` in one batch (after the `before` entries) and take them into `states` at once (the
+        module's rules); put the previous ones back if the append fails. Raises KafkaError."""
+        previous = {key: self.states.get(key) for key in snapshots}
+        self.states.update(snapshots)
+        try:
+            await self.runtime.append([*before, *((records.share_snapshot_key(key), _value(state))
+                                                  for key, state in snapshots.items())])
+        except KafkaError:
+            for key, state in snapshots.items():
+                if self.states.get(key) is state:  # not replaced by a later write meanwhile
+                    if (old := previous[key]) is None:
+                        del self.states[key]
+                    else:
+                        self.states[key] = old
+            raise
+
+    # -- AlterShareGroupOffsets, DeleteShareGroupOffsets, DescribeShareGroupOffsets -------------------------
+
+    async def reset(self, starts: Mapping[ShareSnapshotKey, int], before: Iterable[Entry] = ()) -> None:
+        """Reset these share-partitions to these start offsets (UNINITIALIZED: start afresh), one batch with the
+        `before` entries: the state epoch one higher, so their leaders are fenced (FENCED_STATE_EPOCH) and read
+        them again. The caller checked that the group is empty. Raises KafkaError."""
+        snapshots = {}
+        for key, start_offset in starts.items():
+            stored = self.states.get(key, NOT_WRITTEN)
+            snapshots[key] = self._next(key, ShareState(stored.state_epoch + 1, stored.leader_epoch, start_offset, ()))
+        await self._append(snapshots, before)
+
+    def initialized(self, group_id: str, topic_id: bytes | None = None) -> list[ShareSnapshotKey]:
+        """The group's share-partitions whose start offset is set (of that topic only, when given)."""
+        return sorted((key for key, state in self.of_group(group_id).items()
+                       if state.start_offset != UNINITIALIZED and topic_id in (None, key.topic_id)),
+                      key=lambda key: (key.topic_id, key.partition))
 
     # -- the group's share state as a whole -----------------------------------------------------------------
 
@@ -136,6 +185,14 @@ class ShareStateManager:
         wanted = None if topic_ids is None else set(topic_ids)
         for key in [k for k in self.of_group(group_id) if wanted is None or k.topic_id in wanted]:
             self.replay(key, None)
+
+
+def delivery_complete_count(state: ShareState) -> int:
+    """How many records from the start offset on the state batches hold as acknowledged or archived: the part of
+    the share-partition past its start that is done (Kafka's deliveryCompleteCount; the lag leaves it out)."""
+    return sum(b.last_offset - max(b.first_offset, state.start_offset) + 1
+               for b in state.state_batches
+               if b.delivery_state in (ACKNOWLEDGED, ARCHIVED) and b.last_offset >= state.start_offset)
 
 
 def _value(state: ShareState) -> bytes:

@@ -22,10 +22,14 @@ from epoch_broker.broker.groups.coordinator import (
     OFFSETS_TOPIC,
     GroupCoordinator,
     OffsetToCommit,
+    ShareOffsetsError,
+    SharePartitionOffset,
     java_string_hash,
     partition_for,
 )
-from epoch_broker.broker.groups.share_state import NOT_WRITTEN, ShareState, StateBatch
+from epoch_broker.broker.groups.share_group import ShareGroup
+from epoch_broker.broker.groups.share_protocol import ShareHeartbeatRequest
+from epoch_broker.broker.groups.share_state import NOT_WRITTEN, ShareState, StateBatch, delivery_complete_count
 from epoch_broker.broker.metadata.image import MetadataCache
 from epoch_broker.broker.metadata.records import PartitionRecord, RemoveTopicRecord, TopicRecord
 from epoch_broker.broker.replica.replica_manager import InternalRecord
@@ -71,6 +75,9 @@ class FakeReplicaManager:
 
     def read_internal(self, topic: str, partition: int, start_offset: int = 0) -> Any:
         return iter(self.logs.get((topic, partition), [])[start_offset:])
+
+    def get(self, topic: str, index: int) -> None:
+        return None  # no partition of a topic is led here: share-partition lags are unknown (-1)
 
 
 class FakeBroker:
@@ -588,4 +595,93 @@ async def test_a_share_groups_tombstones_cover_its_share_state(broker: FakeBroke
     shard = coordinator.shard_of("g")
     assert shard.share_states.tombstones("g") == [(records.share_snapshot_key(key), None)]
     shard.share_states.forget("g")
+    assert await coordinator.read_share_state(key, 0) == (ErrorCode.NONE, NOT_WRITTEN)
+
+
+# -- share group offsets (KIP-932): Describe/Alter/DeleteShareGroupOffsets ------------------------------------
+
+
+def test_the_lag_leaves_out_the_records_past_the_start_delivered_for_good() -> None:
+    # start 4: 4-5 available, 6-9 acknowledged, 10 archived, 11-12 acquired (available in the state)
+    state = ShareState(0, 0, 4, (StateBatch(4, 5, 0, 2), StateBatch(6, 9, 2, 1), StateBatch(10, 10, 4, 3),
+                                 StateBatch(11, 12, 0, 1)))
+    assert delivery_complete_count(state) == 5
+    assert delivery_complete_count(state._replace(start_offset=8)) == 3  # a batch straddling the start counts from it
+
+
+async def test_alter_makes_an_empty_share_group_and_fences_the_leaders_of_the_old_state(
+        broker: FakeBroker, coordinator: Any) -> None:
+    topic_id = broker.metadata.topics_by_name["t"].topic_id
+    key = records.ShareSnapshotKey("queue", topic_id, 1)
+    assert await coordinator.write_share_state(key, ShareState(0, 3, 10, (StateBatch(10, 12, 0, 1),))) == ErrorCode.NONE
+
+    answer = await coordinator.alter_share_group_offsets("queue", [("t", [(1, 2), (6, 0)]), ("missing", [(0, 0)])])
+    assert answer == [("t", topic_id, [(1, ErrorCode.NONE), (6, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]),
+                      ("missing", bytes(16), [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)])]
+    assert isinstance(coordinator.groups["queue"], ShareGroup) and coordinator.groups["queue"].is_empty()
+    # The leader still holding state epoch 0 is fenced and reads the new state: start 2, nothing in flight.
+    assert await coordinator.write_share_state(key, ShareState(0, 3, 13, ())) == ErrorCode.FENCED_STATE_EPOCH
+    error, read = await coordinator.read_share_state(key, 3)
+    assert (error, read.state_epoch, read.start_offset, read.state_batches) == (ErrorCode.NONE, 1, 2, ())
+    assert coordinator.describe_share_group_offsets("queue", None) == (
+        ErrorCode.NONE, [("t", topic_id, [SharePartitionOffset(1, 2, 3, -1)])])
+
+    # The group and its offsets are in the log: the coordinator's successor has them.
+    await coordinator.stop()
+    successor = await started(broker)
+    try:
+        assert isinstance(successor.groups["queue"], ShareGroup)
+        assert successor.describe_share_group_offsets("queue", [("t", [1, 0]), ("missing", [0])]) == (
+            ErrorCode.NONE, [("t", topic_id, [SharePartitionOffset(1, 2, 3, -1), SharePartitionOffset(0)]),
+                             ("missing", bytes(16), [SharePartitionOffset(0)])])
+    finally:
+        await successor.stop()
+
+
+async def test_alter_and_delete_refuse_other_group_types_and_share_groups_with_members(coordinator: Any) -> None:
+    assert await commit(coordinator, group="classic") == [ErrorCode.NONE]
+    assert await coordinator.alter_share_group_offsets("classic", [("t", [(0, 0)])]) == ShareOffsetsError(
+        ErrorCode.GROUP_ID_NOT_FOUND, "Group classic is not a share group.")
+    assert await coordinator.delete_share_group_offsets("classic", ["t"]) == ShareOffsetsError(
+        ErrorCode.GROUP_ID_NOT_FOUND, "Group classic is not a share group.")
+    assert await coordinator.delete_share_group_offsets("nobody", ["t"]) == ShareOffsetsError(
+        ErrorCode.GROUP_ID_NOT_FOUND, "Group nobody not found.")
+    assert "nobody" not in coordinator.groups  # unlike an alter, a delete makes no group
+
+    await coordinator.share_group_heartbeat(ShareHeartbeatRequest("busy", uuid.uuid4().hex, 0, None, ["t"]))
+    assert await coordinator.alter_share_group_offsets("busy", [("t", [(0, 0)])]) == ShareOffsetsError(
+        ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+    assert await coordinator.delete_share_group_offsets("busy", ["t"]) == ShareOffsetsError(
+        ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+
+
+async def test_delete_leaves_an_unset_start_at_a_newer_state_epoch_not_a_tombstone(
+        broker: FakeBroker, coordinator: Any) -> None:
+    topic_id = broker.metadata.topics_by_name["t"].topic_id
+    add_topic(broker.metadata, "other", 1)
+    assert await coordinator.alter_share_group_offsets("queue", [("t", [(0, 5), (1, 7)])]) == [
+        ("t", topic_id, [(0, ErrorCode.NONE), (1, ErrorCode.NONE)])]
+
+    assert await coordinator.delete_share_group_offsets("queue", ["t", "other", "missing", "t"]) == [
+        ("t", topic_id, ErrorCode.NONE, None),
+        ("other", broker.metadata.topics_by_name["other"].topic_id, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+         "There is no offset information to delete."),
+        ("missing", bytes(16), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")]
+    assert coordinator.describe_share_group_offsets("queue", None) == (ErrorCode.NONE, [])
+    # A leader that read the state at epoch 1 (the alter's) is fenced: a tombstone would have let it write.
+    key = records.ShareSnapshotKey("queue", topic_id, 0)
+    assert await coordinator.write_share_state(key, ShareState(1, 0, 9, ())) == ErrorCode.FENCED_STATE_EPOCH
+    error, read = await coordinator.read_share_state(key, 0)
+    assert (error, read.state_epoch, read.start_offset) == (ErrorCode.NONE, 2, -1)  # the leader starts afresh
+    assert (await coordinator.delete_share_group_offsets("queue", ["t"]))[0][2] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+async def test_an_alter_that_cannot_be_written_leaves_neither_the_group_nor_the_offsets(
+        broker: FakeBroker, coordinator: Any) -> None:
+    broker.replica_manager.fail_appends = True
+    assert await coordinator.alter_share_group_offsets("queue", [("t", [(0, 5)])]) == ShareOffsetsError(
+        ErrorCode.NOT_ENOUGH_REPLICAS)
+    assert "queue" not in coordinator.groups
+    key = records.ShareSnapshotKey("queue", broker.metadata.topics_by_name["t"].topic_id, 0)
+    broker.replica_manager.fail_appends = False
     assert await coordinator.read_share_state(key, 0) == (ErrorCode.NONE, NOT_WRITTEN)
