@@ -177,9 +177,8 @@ def test_alter_takes_effect_for_the_next_member_without_new_records(
     second = share_consumer(broker.bootstrap, group, topic)
     try:
         received: list[bytes] = []
-        deadline_what = "the records again after the alter, with no new record produced"
         wait_for_sync(lambda: received.extend(m.value() for m in records(second)) or len(received) >= len(sent),
-                      timeout=15, what=deadline_what)
+                      timeout=15, what="the records again after the alter, with no new record produced")
     finally:
         second.close()
 
