@@ -586,6 +586,24 @@ class Partition:
             self._schedule_share_timer(group_id)
             self._write_share_state_behind(group_id, share)
 
+    def share_group_left(self, group_id: str) -> None:
+        """No member of the group has a share session here any more: once what it changed is durable and nothing
+        is acquired, the share-partition is dropped, so the next member reads the state afresh (AlterShareGroup-
+        Offsets and DeleteShareGroupOffsets reset it only while the group is empty), as Kafka's leader drops a
+        group's share-partitions when the group turns empty."""
+        if (share := self.share_partitions.get(group_id)) is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._forget_when_written(group_id, share))
+        self._share_writes_behind.add(task)
+        task.add_done_callback(self._share_writes_behind.discard)
+
+    async def _forget_when_written(self, group_id: str, share: SharePartition) -> ErrorCode:
+        error = await self._write_share_state(group_id, share)
+        writer = self._share_writers.get(group_id)
+        if error == ErrorCode.NONE and share.acquired_count == 0 and (writer is None or writer.task is None):
+            self._drop_share_partition(group_id, share)
+        return error
+
     async def _load_share_partition(self, group_id: str, settings: ShareSettings,
                                     persister: SharePersister | None) -> ErrorCode:
         """Make sure the group's share-partition is here, read from its durable state (one read for concurrent

@@ -73,6 +73,10 @@ class ShareSessionCache:
         return ErrorCode.NONE, session
 
 
+    def has_group(self, group_id: str) -> bool:
+        """Whether any member of the group has a session here."""
+        return any(key[0] == group_id for key in self._sessions)
+
     def disconnected(self, peer: str) -> list[ShareSession]:
         """The sessions of a connection that closed, removed."""
         gone = [key for key, session in self._sessions.items() if session.peer == peer]
@@ -101,7 +105,11 @@ async def acknowledge(replicas: ReplicaManager, group_id: str, member_id: str, t
 
 
 def release(replicas: ReplicaManager, group_id: str, member_id: str, partitions: Iterable[TopicIdPartition]) -> None:
-    """The member's session no longer covers `partitions`: what it holds there becomes available again."""
+    """The member's session no longer covers `partitions`: what it holds there becomes available again. When it
+    was the group's last session here, those share-partitions are let go (`Partition.share_group_left`)."""
+    last = not replicas.share_sessions.has_group(group_id)
     for topic_id, index in partitions:
         if (partition := replicas.get_by_id(topic_id, index)) is not None:
             partition.share_release_member(group_id, member_id)
+            if last:
+                partition.share_group_left(group_id)
