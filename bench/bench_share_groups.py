@@ -271,9 +271,10 @@ def summarize(result: BrokerResult, records: int) -> list[list[str]]:
 
 def share_duplicates(results: list[BrokerResult]) -> list[str]:
     """The share group runs that broke exactly-once delivery, described."""
-    return [f"{result.broker}, run {n}: {run.duplicates} received twice while reading, {run.late_duplicates} after "
-            "all were" for result in results for n, run in enumerate(result.runs)
-            if run.kind == "share" and run.duplicates + run.late_duplicates]
+    return [f"{result.broker}, share group repeat {n}: {run.duplicates} received twice while reading, "
+            f"{run.late_duplicates} after all were" for result in results
+            for n, run in enumerate((r for r in result.runs if r.kind == "share"), 1)
+            if run.duplicates + run.late_duplicates]
 
 
 def main(argv: list[str] | None = None) -> None:
