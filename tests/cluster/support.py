@@ -34,7 +34,7 @@ from epoch_broker.drill import admin, launcher
 from epoch_broker.drill.admin import PartitionState
 from epoch_broker.drill.replicas import whole_prefix
 from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import create_topics, fetch, list_offsets, offset_for_leader_epoch
+from epoch_broker.protocol.messages import create_topics, fetch, find_coordinator, list_offsets, offset_for_leader_epoch
 from epoch_broker.protocol.records import iter_batches, iter_records
 from tests.broker.conftest import batch, produce_to
 from tests.helpers import REPO, not_yet, wait_for, wait_for_sync
@@ -151,6 +151,15 @@ async def create_topic(cluster: Cluster, name: str, *, partitions: int = 1, assi
         await wait_state(cluster, name, lambda s, leader=leader, size=size: len(s.isr) == size and (
             s.leader == leader if leader is not None else s.leader >= 0),
             partition=p, what=f"{name}-{p} led by {'a broker' if leader is None else leader} with an ISR of {size}")
+
+
+async def coordinator_of(cluster: Cluster, node: int, group: str) -> int:
+    """The group's coordinator as broker `node` names it (FindCoordinator v4), -1 while it names none."""
+    async with cluster.client(node) as client:
+        answer = await client.request(find_coordinator.API, 4, find_coordinator.REQUEST.cls(
+            key_type=0, coordinator_keys=[group]))
+    (coordinator,) = answer.coordinators
+    return coordinator.node_id if coordinator.error_code == ErrorCode.NONE else -1
 
 
 async def partition_state(cluster: Cluster, topic: str, partition: int = 0,

@@ -19,9 +19,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import find_coordinator
-from tests.cluster.support import Cluster, create_topic, wait_for
+from tests.cluster.support import Cluster, coordinator_of, create_topic, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster(overrides={"group.consumer.session.timeout.ms": "10000"})]
 
@@ -109,14 +107,6 @@ def committed(admin: AdminClient) -> dict[int, tuple[int, int]]:
             for tp in future.result(15).topic_partitions if tp.topic == TOPIC}
 
 
-async def coordinator_of(cluster: Cluster, node: int) -> int:
-    async with cluster.client(node) as client:
-        answer = await client.request(find_coordinator.API, 4, find_coordinator.REQUEST.cls(
-            key_type=0, coordinator_keys=[GROUP]))
-    (coordinator,) = answer.coordinators
-    return coordinator.node_id if coordinator.error_code == ErrorCode.NONE else -1
-
-
 def overlaps(members: list[Member]) -> list[str]:
     """Each time one partition was held by two members at once (their assign..revoke intervals intersect)."""
     intervals: dict[int, list[tuple[float, float, str]]] = {}
@@ -151,14 +141,14 @@ async def test_a_consumer_group_reads_everything_and_keeps_its_offsets_when_its_
         assert sum(offset for offset, _ in before.values()) == BATCH, before
         assert all(epoch >= 0 for _, epoch in before.values()), before
 
-        old = await coordinator_of(cluster, 0)
+        old = await coordinator_of(cluster, 0, GROUP)
         assert old >= 0
         cluster.kill(old, signal.SIGKILL)
         killed_at = time.monotonic()
         survivor = next(n for n in range(3) if n != old)
 
         async def moved() -> bool:
-            return await coordinator_of(cluster, survivor) not in (-1, old)
+            return await coordinator_of(cluster, survivor, GROUP) not in (-1, old)
 
         await wait_for(moved, timeout=20, what="a new coordinator for the group")
         # The new coordinator answers with the offsets and leader epochs committed before the kill.

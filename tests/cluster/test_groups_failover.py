@@ -12,8 +12,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import find_coordinator, offset_fetch
-from tests.cluster.support import Cluster, create_topic
+from epoch_broker.protocol.messages import offset_fetch
+from tests.cluster.support import Cluster, coordinator_of, create_topic
 from tests.helpers import not_yet, wait_for, wait_for_sync
 
 pytestmark = pytest.mark.slow
@@ -41,14 +41,6 @@ def consume(consumer: Any, seen: list[int], until: int, timeout_s: float = 30.0)
         return len(seen) >= until or not_yet(f"consumed {len(seen)}")
 
     wait_for_sync(read, timeout_s, interval=0, what=f"{until} records consumed")
-
-
-async def coordinator_of(cluster: Cluster, node: int) -> int:
-    async with cluster.client(node) as client:
-        answer = await client.request(find_coordinator.API, 4, find_coordinator.REQUEST.cls(
-            key_type=0, coordinator_keys=[GROUP]))
-    (coordinator,) = answer.coordinators
-    return coordinator.node_id if coordinator.error_code == ErrorCode.NONE else -1
 
 
 async def committed(cluster: Cluster, node: int) -> dict[int, tuple[int, int]]:
@@ -83,7 +75,7 @@ async def test_a_group_keeps_its_committed_offsets_and_consumes_on_when_its_coor
     try:
         consumer.subscribe([TOPIC])
         consume(consumer, seen, RECORDS // 2)
-        old = await coordinator_of(cluster, 0)
+        old = await coordinator_of(cluster, 0, GROUP)
         assert old >= 0
         before = await committed(cluster, old)
         assert sum(offset for offset, _ in before.values()) == RECORDS // 2
@@ -100,12 +92,12 @@ async def test_a_group_keeps_its_committed_offsets_and_consumes_on_when_its_coor
     finally:
         consumer.close()
     assert set(seen) == set(range(RECORDS))  # at-least-once: a rebalance may redeliver, nothing is lost
-    after = await committed(cluster, await coordinator_of(cluster, survivor))
+    after = await committed(cluster, await coordinator_of(cluster, survivor, GROUP))
     assert sum(offset for offset, _ in after.values()) == RECORDS
     assert all(after[p][1] >= before[p][1] for p in range(PARTITIONS))
 
 
 async def _moved(cluster: Cluster, asked: int, old: int) -> int | None:
-    node = await coordinator_of(cluster, asked)
+    node = await coordinator_of(cluster, asked, GROUP)
     return node if node not in (-1, old) else None
 

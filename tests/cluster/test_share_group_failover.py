@@ -20,9 +20,7 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from epoch_broker.protocol.errors import ErrorCode
-from epoch_broker.protocol.messages import find_coordinator
-from tests.cluster.support import Cluster, create_topic, wait_for
+from tests.cluster.support import Cluster, coordinator_of, create_topic, wait_for
 from tests.helpers import wait_for_sync
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster(overrides={
@@ -83,14 +81,6 @@ def poll_until(consumer: ShareConsumer, wanted: int, accept: Any, what: str) -> 
     return got
 
 
-async def coordinator_of(cluster: Cluster, node: int) -> int:
-    async with cluster.client(node) as client:
-        answer = await client.request(find_coordinator.API, 4, find_coordinator.REQUEST.cls(
-            key_type=0, coordinator_keys=[GROUP]))
-    (coordinator,) = answer.coordinators
-    return coordinator.node_id if coordinator.error_code == ErrorCode.NONE else -1
-
-
 async def test_a_share_groups_state_survives_sigkills_of_the_leader_and_of_the_coordinator(cluster: Cluster) -> None:
     await create_topic(cluster, TOPIC, partitions=1, replication_factor=3)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
@@ -120,7 +110,7 @@ async def test_a_share_groups_state_survives_sigkills_of_the_leader_and_of_the_c
         assert {again[value] for value in held} == {2} and set(again.values()) <= {1, 2}, again
         cluster.restart(leader, hard=True)  # SIGKILLed already: it starts from its data directory
 
-        coordinator = await coordinator_of(cluster, new_leader)
+        coordinator = await coordinator_of(cluster, new_leader, GROUP)
         assert coordinator >= 0
         cluster.kill(coordinator, signal.SIGKILL)
         survivor = next(n for n in range(3) if n != coordinator)
@@ -137,4 +127,4 @@ async def test_a_share_groups_state_survives_sigkills_of_the_leader_and_of_the_c
 
 
 async def _moved(cluster: Cluster, node: int, old: int) -> bool:
-    return await coordinator_of(cluster, node) not in (-1, old)
+    return await coordinator_of(cluster, node, GROUP) not in (-1, old)
