@@ -397,6 +397,20 @@ def test_aborted_transactions_are_archived_and_not_delivered() -> None:
 
 # ---- invariants under random operations ----
 
+def snapshot_record_by_record(sp: SharePartition) -> ShareSnapshot:
+    """What `snapshot()` must give, read one record at a time through `record()`."""
+    batches: list[PersisterStateBatch] = []
+    for offset in range(sp.start_offset, sp.end_offset):
+        seen = sp.record(offset)
+        assert seen is not None
+        state = RecordState.AVAILABLE if seen.state == RecordState.ACQUIRED else seen.state
+        if batches and (batches[-1].delivery_state, batches[-1].delivery_count) == (state, seen.delivery_count):
+            batches[-1] = batches[-1]._replace(last_offset=offset)
+        else:
+            batches.append(PersisterStateBatch(offset, offset, state, seen.delivery_count))
+    return ShareSnapshot(sp.state_epoch, sp.start_offset, tuple(batches))
+
+
 def test_random_operations_keep_the_invariants() -> None:
     """Members fetch, acknowledge, release, leave and lose locks while the log start moves and the log is cut.
     Seen from outside: no record is handed to a member while another's lock on it is live, the start only moves
@@ -448,6 +462,7 @@ def test_random_operations_keep_the_invariants() -> None:
             locks = {o: held for o, held in locks.items() if o < cut}
             done = {o for o in done if o < cut}
         check_invariants(sp)
+        assert sp.snapshot() == snapshot_record_by_record(sp)
         assert sp.start_offset >= start
         assert all(deadline <= now for o, (_, deadline) in locks.items() if o < sp.start_offset)
         assert (sp.next_lock_deadline() is None) == (sp.acquired_count == 0)
