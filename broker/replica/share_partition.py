@@ -109,7 +109,9 @@ _TERMINAL_RUN = re.compile(rb"[\x02\x04]*")
 _STATE_RUN = re.compile(rb"(.)\1*", re.DOTALL)  # records in one state
 _COUNT_RUN = re.compile(rb"(..)\1*", re.DOTALL)  # int16 delivery counts, equal: matches keep 2-byte alignment
 _PERSISTED_STATE = bytes.maketrans(bytes([ACQUIRED]), bytes([AVAILABLE]))  # a lock does not survive a restart
-_ACK_STATE = {AcknowledgeType.GAP: ARCHIVED, AcknowledgeType.ACCEPT: ACKNOWLEDGED, AcknowledgeType.REJECT: ARCHIVED}
+# by the type's number (an IntEnum hashes as its int: no enum call per acknowledged record)
+_ACK_STATE: dict[int, int] = {AcknowledgeType.GAP: ARCHIVED, AcknowledgeType.ACCEPT: ACKNOWLEDGED,
+                              AcknowledgeType.REJECT: ARCHIVED}
 
 
 class AcquiredRecords(NamedTuple):
@@ -365,17 +367,41 @@ class SharePartition:
                 return ErrorCode.INVALID_REQUEST
             lo, hi = max(first, start) - start, last - start + 1
             if (self._states.count(ACQUIRED, lo, hi) != hi - lo
-                    or any(owner != member_id for owner in self._owners[lo:hi])):
+                    or self._owners[lo:hi].count(member_id) != hi - lo):
                 return ErrorCode.INVALID_RECORD_STATE
         for first, last, types in batches:
+            lo, hi = max(first, start) - start, last - start + 1
+            if len(types) == 1 and hi > lo:
+                self._acknowledge_range(lo, hi, types[0])  # one type for the range: whole slices at once
+                continue
             for offset in range(max(first, start), last + 1):
                 ack = types[0] if len(types) == 1 else types[offset - first]
                 if ack == AcknowledgeType.RELEASE:
                     self._release(offset - start, decrease=False)
                 else:
-                    self._finish(offset - start, _ACK_STATE[AcknowledgeType(ack)])
+                    self._finish(offset - start, _ACK_STATE[ack])
         self._advance()
         return ErrorCode.NONE
+
+    def _acknowledge_range(self, lo: int, hi: int, ack: int) -> None:
+        """Indexes lo..hi-1, all ACQUIRED by the acknowledging member, acknowledged with one type."""
+        n = hi - lo
+        if ack == AcknowledgeType.RELEASE:
+            if max(self._counts[lo:hi]) >= self.delivery_count_limit:  # some are archived: record by record
+                for i in range(lo, hi):
+                    self._release(i, decrease=False)
+                return
+            state = AVAILABLE
+            self._available += n
+        else:
+            state = _ACK_STATE[ack]
+            if state == ARCHIVED:
+                self.archived_total += n
+            else:
+                self.acknowledged_total += n
+        self._states[lo:hi] = bytes([state]) * n
+        self._owners[lo:hi] = [None] * n
+        self._acquired -= n
 
     def release_member(self, member_id: str) -> bool:
         """Kafka's releaseAcquiredRecords for a member whose session closed: whether any record was released."""
