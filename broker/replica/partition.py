@@ -75,6 +75,7 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -83,7 +84,6 @@ from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.groups.records import ShareSnapshotKey
 from epoch_broker.broker.replica.share_partition import (
     AcquiredRecords,
-    PersisterStateBatch,
     SharePartition,
     ShareSnapshot,
 )
@@ -591,11 +591,8 @@ class Partition:
         is acquired, the share-partition is dropped, so the next member reads the state afresh (AlterShareGroup-
         Offsets and DeleteShareGroupOffsets reset it only while the group is empty), as Kafka's leader drops a
         group's share-partitions when the group turns empty."""
-        if (share := self.share_partitions.get(group_id)) is None:
-            return
-        task = asyncio.get_running_loop().create_task(self._forget_when_written(group_id, share))
-        self._share_writes_behind.add(task)
-        task.add_done_callback(self._share_writes_behind.discard)
+        if (share := self.share_partitions.get(group_id)) is not None:
+            self._behind(self._forget_when_written(group_id, share))
 
     async def _forget_when_written(self, group_id: str, share: SharePartition) -> ErrorCode:
         error = await self._write_share_state(group_id, share)
@@ -633,7 +630,7 @@ class Partition:
                 return _share_state_error(error)
             start_offset = state.start_offset
             snapshot = ShareSnapshot(state.state_epoch, state.start_offset,
-                                     tuple(PersisterStateBatch(*batch) for batch in state.state_batches))
+                                     state.state_batches)
         if self.leader_error(-1) != ErrorCode.NONE or self.leader_epoch != leader_epoch:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER  # leadership moved while the state was read
         if snapshot is None or start_offset < 0:
@@ -670,9 +667,12 @@ class Partition:
     def _write_share_state_behind(self, group_id: str, share: SharePartition) -> None:
         """A change nobody waits for (a release, expired locks): written in the background, dropped on failure."""
         if group_id in self._share_writers:
-            task = asyncio.get_running_loop().create_task(self._write_share_state(group_id, share))
-            self._share_writes_behind.add(task)  # held: the loop keeps only a weak reference to a task
-            task.add_done_callback(self._share_writes_behind.discard)
+            self._behind(self._write_share_state(group_id, share))
+
+    def _behind(self, write: Coroutine[Any, Any, ErrorCode]) -> None:
+        task = asyncio.get_running_loop().create_task(write)
+        self._share_writes_behind.add(task)  # held: the loop keeps only a weak reference to a task
+        task.add_done_callback(self._share_writes_behind.discard)
 
     def share_tasks(self) -> list[asyncio.Future[Any]]:
         """The share state reads and writes in flight (shutdown cancels them: the state then lags by the releases

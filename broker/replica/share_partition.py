@@ -82,6 +82,7 @@ from collections.abc import Iterable, Sequence
 from enum import IntEnum
 from typing import NamedTuple
 
+from epoch_broker.broker.groups.share_state import StateBatch
 from epoch_broker.protocol.errors import ErrorCode
 
 
@@ -139,21 +140,12 @@ class InFlightState(NamedTuple):
     deadline_ms: int | None
 
 
-class PersisterStateBatch(NamedTuple):
-    """A StateBatch of WriteShareGroupState / ReadShareGroupState."""
-
-    first_offset: int
-    last_offset: int
-    delivery_state: int
-    delivery_count: int
-
-
 class ShareSnapshot(NamedTuple):
     """A share-partition's durable state, as Kafka's share coordinator keeps it."""
 
     state_epoch: int
     start_offset: int
-    state_batches: tuple[PersisterStateBatch, ...]
+    state_batches: tuple[StateBatch, ...]  # as WriteShareGroupState / ReadShareGroupState carry them
 
 
 NOTHING_ACQUIRED = ShareAcquiredRecords((), 0, slice(0, 0))
@@ -469,7 +461,7 @@ class SharePartition:
             state = states[run.start()]
             for same in _COUNT_RUN.finditer(counts, 2 * run.start(), 2 * run.end()):
                 first = same.start() // 2
-                batches.append(PersisterStateBatch(self._start + first, self._start + same.end() // 2 - 1, state,
+                batches.append(StateBatch(self._start + first, self._start + same.end() // 2 - 1, state,
                                                    self._counts[first]))
         return ShareSnapshot(self.state_epoch, self._start, tuple(batches))
 

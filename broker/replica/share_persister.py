@@ -153,7 +153,7 @@ class ShareWriter:
                 snapshot = self.share.snapshot()
                 self.error = await self.persister.write(self.key, ShareState(
                     snapshot.state_epoch, self.leader_epoch, snapshot.start_offset,
-                    tuple(StateBatch(*batch) for batch in snapshot.state_batches)))
+                    snapshot.state_batches))
                 for future in waiting:
                     future.set_result(self.error)
             if self.error != ErrorCode.NONE:

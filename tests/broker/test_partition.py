@@ -16,7 +16,7 @@ import pytest
 from epoch_broker.broker.config import build_config, topic_config
 from epoch_broker.broker.faults import BrokerFaults
 from epoch_broker.broker.groups.records import ShareSnapshotKey
-from epoch_broker.broker.groups.share_state import NOT_WRITTEN, ShareState
+from epoch_broker.broker.groups.share_state import NOT_WRITTEN, ShareState, StateBatch
 from epoch_broker.broker.replica.partition import CONSUMER, DEBUGGING, EARLIEST, LATEST, Partition, ShareSettings
 from epoch_broker.broker.replica.replica_manager import log_config_for
 from epoch_broker.protocol.errors import ErrorCode
@@ -317,7 +317,7 @@ def test_a_new_leader_starts_from_the_durable_state_and_forgets_what_is_past_its
     partition, stored = make_partition(tmp_path, isr=(0,)), StoredShareState()
     partition.append_records_to_leader(records(b"a", b"b", b"c"))
     key = ShareSnapshotKey("g", partition.topic_id, 0)
-    stored.states[key] = ShareState(0, E - 1, 2, ((2, 2, 0, 1), (3, 5, 2, 1)))
+    stored.states[key] = ShareState(0, E - 1, 2, (StateBatch(2, 2, 0, 1), StateBatch(3, 5, 2, 1)))
     got = share_fetch(partition, stored)
     assert [tuple(a) for a in got.acquired] == [(2, 2, 2)]
     assert stored.states[key].state_batches == ((2, 2, 0, 2),)  # 3-5 forgotten

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from epoch_broker.broker.groups.share_state import StateBatch
 from epoch_broker.broker.replica.share_partition import (
     AcquiredRecords,
-    PersisterStateBatch,
     RecordState,
     SharePartition,
     ShareSnapshot,
@@ -184,8 +184,8 @@ def test_lock_expiry_at_the_delivery_limit_archives_a_poison_record() -> None:
 
 
 def test_a_record_on_its_last_delivery_attempt_is_delivered_alone() -> None:
-    counts = ShareSnapshot(0, 0, (PersisterStateBatch(0, 0, 0, 1), PersisterStateBatch(1, 1, 0, 3),
-                                  PersisterStateBatch(2, 3, 0, 1)))
+    counts = ShareSnapshot(0, 0, (StateBatch(0, 0, 0, 1), StateBatch(1, 1, 0, 3),
+                                  StateBatch(2, 3, 0, 1)))
     sp = SharePartition.from_snapshot(counts, LOCK_MS, 4, 100)
     log = log_of(4)
     assert fetch(sp, log, "b") == [(0, 0, 2)]  # stops before the record on its last attempt
@@ -318,8 +318,8 @@ def test_snapshot_round_trip_writes_acquired_records_as_available() -> None:
     fetch(sp, log, "b", 1)  # 100 again, count 2
     snapshot = sp.snapshot()
     assert snapshot == ShareSnapshot(0, 100, (
-        PersisterStateBatch(100, 100, 0, 2), PersisterStateBatch(101, 102, 2, 1), PersisterStateBatch(103, 103, 4, 1),
-        PersisterStateBatch(104, 105, 0, 1), PersisterStateBatch(106, 109, 2, 1)))
+        StateBatch(100, 100, 0, 2), StateBatch(101, 102, 2, 1), StateBatch(103, 103, 4, 1),
+        StateBatch(104, 105, 0, 1), StateBatch(106, 109, 2, 1)))
     restored = SharePartition.from_snapshot(snapshot, LOCK_MS, 5, 100)
     assert states(restored, 100, 109) == [(AVAILABLE, 2), *states(sp, 101, 109)]
     assert restored.snapshot() == snapshot and restored.acquired_count == 0
@@ -328,7 +328,7 @@ def test_snapshot_round_trip_writes_acquired_records_as_available() -> None:
 
 
 def test_a_snapshot_with_gaps_and_a_terminal_front_loads_as_kafka_reads_it() -> None:
-    snapshot = ShareSnapshot(3, 10, (PersisterStateBatch(5, 11, 2, 1), PersisterStateBatch(14, 15, 0, 2)))
+    snapshot = ShareSnapshot(3, 10, (StateBatch(5, 11, 2, 1), StateBatch(14, 15, 0, 2)))
     sp = SharePartition.from_snapshot(snapshot, LOCK_MS, 5, 100)
     assert (sp.state_epoch, sp.start_offset, sp.end_offset) == (3, 12, 16)  # 10-11 acknowledged: the start moves
     assert states(sp, 12, 15) == [(AVAILABLE, 0), (AVAILABLE, 0), (AVAILABLE, 2), (AVAILABLE, 2)]
@@ -399,7 +399,7 @@ def test_aborted_transactions_are_archived_and_not_delivered() -> None:
 
 def snapshot_record_by_record(sp: SharePartition) -> ShareSnapshot:
     """What `snapshot()` must give, read one record at a time through `record()`."""
-    batches: list[PersisterStateBatch] = []
+    batches: list[StateBatch] = []
     for offset in range(sp.start_offset, sp.end_offset):
         seen = sp.record(offset)
         assert seen is not None
@@ -407,7 +407,7 @@ def snapshot_record_by_record(sp: SharePartition) -> ShareSnapshot:
         if batches and (batches[-1].delivery_state, batches[-1].delivery_count) == (state, seen.delivery_count):
             batches[-1] = batches[-1]._replace(last_offset=offset)
         else:
-            batches.append(PersisterStateBatch(offset, offset, state, seen.delivery_count))
+            batches.append(StateBatch(offset, offset, state, seen.delivery_count))
     return ShareSnapshot(sp.state_epoch, sp.start_offset, tuple(batches))
 
 
